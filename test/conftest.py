@@ -1,0 +1,125 @@
+"""
+Shared test setup: loopback-only DDS, a ROS domain per pytest process, node fixtures.
+
+pytest imports this file before any test module, so the environment below is in place
+before anything imports rclpy, and the node processes that tests start inherit it.
+"""
+
+from collections.abc import Callable, Iterator, Mapping
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# DDS discovery never leaves this machine.
+os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+os.environ['ROS_LOCALHOST_ONLY'] = '1'
+# Parallel pytest runs (two developers, CI next to a demo) must not see each other's nodes:
+# each process gets its own domain in 1..100 unless the caller chose one.
+os.environ.setdefault('ROS_DOMAIN_ID', str(os.getpid() % 100 + 1))
+
+STOP_TIMEOUT = 5.0  # seconds a node gets to exit after SIGINT before it is killed
+
+
+class NodeProcess:
+    """A `python -m fabrik_ros.<module>` process started by the `start_node` fixture."""
+
+    def __init__(self, module: str, popen: subprocess.Popen, log_path: Path) -> None:
+        self.module = module
+        self.popen = popen
+        self.log_path = log_path
+
+    def log(self) -> str:
+        """Return everything the process wrote to stdout and stderr so far."""
+        return self.log_path.read_text(errors='replace')
+
+    def running(self) -> bool:
+        """Tell whether the process is still alive."""
+        return self.popen.poll() is None
+
+    def stop(self) -> int:
+        """Stop the process like Ctrl-C does (SIGINT, then SIGKILL); return its exit code."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                self.popen.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        return self.popen.returncode
+
+
+def write_params_file(path: Path, parameters: Mapping[str, Any]) -> Path:
+    """Write `parameters` as a ROS 2 parameters file that applies to every node name."""
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': dict(parameters)}}))
+    return path
+
+
+@pytest.fixture
+def start_node(tmp_path: Path) -> Iterator[Callable[..., NodeProcess]]:
+    """
+    Start fabrik_ros node modules as separate processes; stop them all at teardown.
+
+    Call it as ``start_node('ik_node', params=..., namespace='arm1',
+    remap={'joint_states': 'joint_commands'})``. ``params`` is a parameters file path
+    (e.g. ``config/arm.yaml``) or a mapping of parameter values; several of each may be
+    given as a list, later ones override earlier ones. The child process inherits the
+    loopback DDS settings and the domain of this test process; its output goes to a log file
+    (``NodeProcess.log()``), which is printed when a test fails.
+    """
+    started: list[NodeProcess] = []
+
+    def start(module: str,
+              params: Path | str | Mapping[str, Any] | list | None = None,
+              namespace: str | None = None,
+              remap: Mapping[str, str] | None = None,
+              args: list[str] | None = None) -> NodeProcess:
+        ros_args: list[str] = []
+        sources = params if isinstance(params, list) else [params] if params else []
+        for index, source in enumerate(sources):
+            if isinstance(source, Mapping):
+                source = write_params_file(
+                    tmp_path / f'{module}_{len(started)}_params{index}.yaml', source)
+            ros_args += ['--params-file', str(source)]
+        if namespace:
+            ros_args += ['-r', f'__ns:=/{namespace.strip("/")}']
+        for old, new in (remap or {}).items():
+            ros_args += ['-r', f'{old}:={new}']
+        command = [sys.executable, '-u', '-m', f'fabrik_ros.{module}', *(args or [])]
+        if ros_args:
+            command += ['--ros-args', *ros_args]
+        log_path = tmp_path / f'{module}_{len(started)}.log'
+        env = dict(os.environ)
+        env['PYTHONPATH'] = os.pathsep.join(
+            filter(None, [str(REPO_ROOT), env.get('PYTHONPATH')]))
+        with open(log_path, 'wb') as log_file:
+            popen = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=log_file, stderr=subprocess.STDOUT)
+        process = NodeProcess(module, popen, log_path)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+        # pytest shows captured output of failing tests only.
+        print(f'--- {process.module} (exit {process.popen.returncode}) ---\n{process.log()}')
+
+
+@pytest.fixture
+def ros_context() -> Iterator[Any]:
+    """Give an initialised rclpy Context, shut down after the test."""
+    rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+    context = rclpy.context.Context()
+    rclpy.init(context=context)
+    try:
+        yield context
+    finally:
+        context.try_shutdown()
