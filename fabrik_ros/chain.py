@@ -1,0 +1,488 @@
+"""
+Kinematic model of revolute-joint chains and trees, with fast forward kinematics.
+
+A robot is a tree of revolute joints, URDF style: each joint has a fixed origin transform
+from its parent joint's frame, a unit axis, and position/velocity limits. Fixed joints are
+folded into the next origin or into an effector offset. Effectors are points (tip links)
+rigidly attached to a joint's frame. A serial chain is the one-effector case.
+
+Conventions: SI units (metres, radians, rad/s); all world quantities are in the base link's
+frame; rotations from roll/pitch/yaw follow URDF, R = Rz(yaw) @ Ry(pitch) @ Rx(roll).
+The module imports numpy and the standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import math
+from typing import Iterable, NamedTuple, Sequence
+
+import numpy as np
+
+_ORTHONORMAL_TOLERANCE = 1e-6
+_AXIS_LETTERS = {'x': (1.0, 0.0, 0.0), 'y': (0.0, 1.0, 0.0), 'z': (0.0, 0.0, 1.0)}
+_AXIS_WORDS = {'x': 'roll', 'y': 'pitch', 'z': 'yaw'}
+_JOINT_TYPE_AXES = {'hinge': ('z', 'y'), 'two_axis': ('zy',)}
+
+
+class ChainError(ValueError):
+    """A kinematic model, URDF or limit problem; the message names the culprit."""
+
+
+def rotation_from_rpy(rpy: Sequence[float]) -> np.ndarray:
+    """Return the (3, 3) rotation of URDF roll/pitch/yaw (radians): Rz(y) @ Ry(p) @ Rx(r)."""
+    roll, pitch, yaw = (float(v) for v in rpy)
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def rpy_from_rotation(rotation: np.ndarray) -> np.ndarray:
+    """Return URDF roll/pitch/yaw (3,) radians of a (3, 3) rotation (roll = 0 at gimbal lock)."""
+    r = np.asarray(rotation, dtype=float)
+    pitch = math.asin(max(-1.0, min(1.0, -r[2, 0])))
+    if abs(r[2, 0]) < 1.0 - 1e-12:
+        roll = math.atan2(r[2, 1], r[2, 2])
+        yaw = math.atan2(r[1, 0], r[0, 0])
+    else:  # pitch = +-pi/2: only yaw -+ roll is defined; put it all in yaw
+        roll = 0.0
+        yaw = math.atan2(-r[0, 1], r[1, 1])
+    return np.array([roll, pitch, yaw])
+
+
+def rotation_about_axis(axis: Sequence[float], angle: float) -> np.ndarray:
+    """Return the (3, 3) rotation by angle (radians) about a unit axis (Rodrigues)."""
+    k = _cross_matrix(np.asarray(axis, dtype=float))
+    return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
+
+
+def _cross_matrix(v: np.ndarray) -> np.ndarray:
+    """Return the (3, 3) matrix K with K @ w == cross(v, w)."""
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def _frozen_vector(value: object, what: str) -> np.ndarray:
+    """Return value as a read-only finite (3,) float array, or raise ChainError."""
+    array = np.array(value, dtype=float).reshape(-1)
+    if array.shape != (3,) or not np.all(np.isfinite(array)):
+        raise ChainError(f'{what}: expected 3 finite numbers, got {value!r}')
+    array.setflags(write=False)
+    return array
+
+
+def _frozen_rotation(value: object, what: str) -> np.ndarray:
+    """Return value as a read-only (3, 3) proper rotation matrix, or raise ChainError."""
+    array = np.array(value, dtype=float)
+    if (array.shape != (3, 3) or not np.all(np.isfinite(array))
+            or not np.allclose(array @ array.T, np.eye(3), atol=_ORTHONORMAL_TOLERANCE)
+            or np.linalg.det(array) < 0.0):
+        raise ChainError(f'{what}: expected a 3x3 rotation matrix, got {value!r}')
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class Joint:
+    """
+    One revolute joint of the tree.
+
+    origin_xyz/origin_rotation: the transform from the parent joint's frame (after the
+    parent's rotation; the base link frame if parent == -1) to this joint's frame at q = 0,
+    fixed joints folded in. The joint then rotates its frame by q about `axis`.
+    """
+
+    name: str
+    parent: int                 # index of the parent movable joint, -1 = the base link
+    origin_xyz: np.ndarray      # (3,) metres
+    origin_rotation: np.ndarray  # (3, 3)
+    axis: np.ndarray            # (3,) unit, in this joint's frame
+    lower: float = -math.inf    # radians, -inf for continuous
+    upper: float = math.inf     # radians, +inf for continuous
+    max_velocity: float = math.inf  # rad/s, inf if unknown
+    link: str = ''              # child link name ('' = '<name>_link' when written as URDF)
+
+    def __post_init__(self) -> None:
+        """Validate and freeze the fields; normalise the axis."""
+        what = f"joint '{self.name}'"
+        if not self.name:
+            raise ChainError('a joint has an empty name')
+        object.__setattr__(self, 'origin_xyz', _frozen_vector(self.origin_xyz, f'{what} origin'))
+        object.__setattr__(self, 'origin_rotation',
+                           _frozen_rotation(self.origin_rotation, f'{what} origin rotation'))
+        axis = _frozen_vector(self.axis, f'{what} axis')
+        norm = float(np.linalg.norm(axis))
+        if norm < 1e-9:
+            raise ChainError(f'{what} has a zero axis')
+        axis = axis / norm
+        axis.setflags(write=False)
+        object.__setattr__(self, 'axis', axis)
+        lower, upper = float(self.lower), float(self.upper)
+        if math.isnan(lower) or math.isnan(upper) or lower == math.inf or upper == -math.inf:
+            raise ChainError(f'{what} has invalid limits [{lower}, {upper}]')
+        if lower > upper:
+            raise ChainError(f'{what} has lower limit {lower} > upper limit {upper}')
+        velocity = float(self.max_velocity)
+        if not velocity > 0.0:
+            raise ChainError(f'{what} has max_velocity {velocity}, expected > 0 (inf allowed)')
+        object.__setattr__(self, 'lower', lower)
+        object.__setattr__(self, 'upper', upper)
+        object.__setattr__(self, 'max_velocity', velocity)
+
+    @property
+    def continuous(self) -> bool:
+        """Return True when the joint has no position limits."""
+        return self.lower == -math.inf and self.upper == math.inf
+
+
+@dataclass(frozen=True, eq=False)
+class Effector:
+    """A tip link: a point rigidly attached to a joint's frame (or to the base link)."""
+
+    name: str
+    parent: int                 # joint index it hangs from, -1 = the base link
+    offset: np.ndarray          # (3,) metres, in the parent joint's frame
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # tip frame orientation
+
+    def __post_init__(self) -> None:
+        """Validate and freeze the fields."""
+        if not self.name:
+            raise ChainError('an effector has an empty name')
+        what = f"effector '{self.name}'"
+        object.__setattr__(self, 'offset', _frozen_vector(self.offset, f'{what} offset'))
+        object.__setattr__(self, 'rotation',
+                           _frozen_rotation(self.rotation, f'{what} rotation'))
+
+
+class Kinematics(NamedTuple):
+    """Forward kinematics of one joint vector, all in the base link frame."""
+
+    positions: np.ndarray   # (n, 3) metres, joint origins
+    axes: np.ndarray        # (n, 3) unit joint axes
+    rotations: np.ndarray   # (n, 3, 3) joint frames after the joint rotation
+    effectors: np.ndarray   # (m, 3) metres, effector points
+
+
+class Chain:
+    """
+    A tree of revolute joints with point effectors; a serial chain has one effector.
+
+    Joints are in topological order (joints[i].parent < i), depth-first from the base, so a
+    serial chain lists its joints base to tip. Instances are immutable.
+    """
+
+    def __init__(self, base_link: str, joints: Sequence[Joint],
+                 effectors: Sequence[Effector]) -> None:
+        """Validate the tree and precompute the arrays forward kinematics needs."""
+        if not base_link:
+            raise ChainError('base_link is empty')
+        self.base_link = base_link
+        self.joints: tuple[Joint, ...] = tuple(joints)
+        self.effectors: tuple[Effector, ...] = tuple(effectors)
+        if not self.joints:
+            raise ChainError('the chain has no movable joints')
+        if not self.effectors:
+            raise ChainError('the chain has no effectors (tip links)')
+        for index, joint in enumerate(self.joints):
+            if not -1 <= joint.parent < index:
+                raise ChainError(f"joint '{joint.name}' (index {index}) has parent "
+                                 f'{joint.parent}; joints must be ordered parents first')
+        for effector in self.effectors:
+            if not -1 <= effector.parent < len(self.joints):
+                raise ChainError(f"effector '{effector.name}' hangs from joint index "
+                                 f'{effector.parent}, which does not exist')
+        self.joint_names = [joint.name for joint in self.joints]
+        self.effector_names = [effector.name for effector in self.effectors]
+        self.link_names = [joint.link or f'{joint.name}_link' for joint in self.joints]
+        _check_unique(self.joint_names, 'joint')
+        _check_unique([base_link] + self.link_names + self.effector_names, 'link')
+
+        self.lower = _frozen_array([joint.lower for joint in self.joints])
+        self.upper = _frozen_array([joint.upper for joint in self.joints])
+        self.max_velocity = _frozen_array([joint.max_velocity for joint in self.joints])
+        self.parents = np.array([joint.parent for joint in self.joints], dtype=int)
+        self.parents.setflags(write=False)
+        self.moves_effector = self._ancestor_mask()
+        self._precompute()
+
+    @classmethod
+    def from_parameters(cls, segments: int, segment_length: float | Sequence[float], *,
+                        joint_type: str = 'hinge',
+                        segment_axes: Sequence[str] | None = None,
+                        joint_limit: float | Sequence[float] = math.pi / 2,
+                        max_velocity: float = 2.0,
+                        base_link: str = 'base_link',
+                        tip_link: str | Sequence[str] = 'tip',
+                        legs: int = 0,
+                        body_radius: float = 0.0,
+                        mount_xyz: Sequence[float] = (0.0, 0.0, 0.0),
+                        mount_rpy: Sequence[float] = (0.0, 0.0, 0.0)) -> Chain:
+        """
+        Build a serial chain (legs=0) or a legged tree from plain parameters.
+
+        A limb is `segments` links along the local +x axis, `segment_length` metres each (or
+        one length per segment). Each segment starts with its joint(s), given per segment by
+        `segment_axes` as axis letters in the segment frame, cycled if shorter: 'z' a yaw
+        hinge, 'y' a pitch hinge, 'zy' a yaw then a pitch at one point (two-axis). Shorthands:
+        joint_type 'hinge' = ('z', 'y') (alternating yaw/pitch hinges, so the limb reaches
+        3D), 'two_axis' = ('zy',). Joints are named seg<i>_yaw / seg<i>_pitch / seg<i>_roll
+        (i from 1), the limb's tip link is `tip_link`.
+
+        joint_limit: symmetric limit in radians (inf = continuous), one for all joints or one
+        per joint of a limb. max_velocity: rad/s for every joint.
+
+        The limb is mounted at mount_xyz/mount_rpy in the base link frame (e.g. mount_rpy
+        (0, -pi/2, 0) points it up). With legs=N >= 1, N copies are spaced evenly around the
+        base z axis on a body of `body_radius`: leg k (from 1) is rotated by 2 pi (k-1) / N
+        about z and mounted at body_radius along its own x, then at mount_xyz/mount_rpy. Its
+        joints are prefixed leg<k>_; its tip is leg<k>_<tip_link>, or tip_link[k-1] if a
+        sequence of N names is given.
+        """
+        if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) \
+                or segments < 1:
+            raise ChainError(f'segments must be a positive integer, got {segments!r}')
+        lengths = _per_item(segment_length, segments, 'segment_length')
+        if not all(math.isfinite(v) and v > 0.0 for v in lengths):
+            raise ChainError(f'segment lengths must be positive metres, got {lengths}')
+        if segment_axes is None:
+            if joint_type not in _JOINT_TYPE_AXES:
+                raise ChainError(f'unknown joint_type {joint_type!r}, expected one of '
+                                 f'{sorted(_JOINT_TYPE_AXES)}')
+            segment_axes = _JOINT_TYPE_AXES[joint_type]
+        if isinstance(segment_axes, str) or not segment_axes or any(
+                not letters or set(letters) - set(_AXIS_LETTERS) for letters in segment_axes):
+            raise ChainError(f'segment_axes must be a list of axis letter strings such as '
+                             f"['z', 'y'] or ['zy'], got {segment_axes!r}")
+        axes = [segment_axes[i % len(segment_axes)] for i in range(segments)]
+        limits = _per_item(joint_limit, sum(len(a) for a in axes), 'joint_limit')
+        if not all(v >= 0.0 for v in limits):
+            raise ChainError(f'joint_limit must be >= 0 radians (symmetric), got {limits}')
+        if isinstance(legs, bool) or not isinstance(legs, (int, np.integer)) or legs < 0:
+            raise ChainError(f'legs must be an integer >= 0, got {legs!r}')
+        mount = _Pose(_frozen_vector(mount_xyz, 'mount_xyz'), rotation_from_rpy(
+            _frozen_vector(mount_rpy, 'mount_rpy')))
+        limb = _Limb(lengths, axes, limits, float(max_velocity))
+        joints: list[Joint] = []
+        effectors: list[Effector] = []
+        if legs == 0:
+            tips = [tip_link] if isinstance(tip_link, str) else list(tip_link)
+            if len(tips) != 1:
+                raise ChainError(f'a serial chain has one tip link, got {tips}')
+            effectors.append(limb.build(joints, '', mount, tips[0]))
+            return cls(base_link, joints, effectors)
+        if isinstance(tip_link, str):
+            tips = [f'leg{k}_{tip_link}' for k in range(1, legs + 1)]
+        else:
+            tips = list(tip_link)
+            if len(tips) != legs:
+                raise ChainError(f'{legs} legs need {legs} tip links, got {tips}')
+        for k, tip in enumerate(tips):
+            turn = rotation_about_axis(_AXIS_LETTERS['z'], 2.0 * math.pi * k / legs)
+            leg_mount = _Pose(turn @ (np.array([body_radius, 0.0, 0.0]) + mount.xyz),
+                              turn @ mount.rotation)
+            effectors.append(limb.build(joints, f'leg{k + 1}_', leg_mount, tip))
+        return cls(base_link, joints, effectors)
+
+    def __repr__(self) -> str:
+        """Return a short summary: base, joint count, effectors."""
+        return (f'Chain(base_link={self.base_link!r}, joints={len(self.joints)}, '
+                f'effectors={self.effector_names!r})')
+
+    @property
+    def dof(self) -> int:
+        """Return the number of movable joints n."""
+        return len(self.joints)
+
+    def _ancestor_mask(self) -> np.ndarray:
+        """Return (m, n) bool: True where joint j lies on the path from the base to effector e."""
+        mask = np.zeros((len(self.effectors), len(self.joints)), dtype=bool)
+        for row, effector in enumerate(self.effectors):
+            index = effector.parent
+            while index >= 0:
+                mask[row, index] = True
+                index = self.joints[index].parent
+        mask.setflags(write=False)
+        return mask
+
+    def _precompute(self) -> None:
+        """
+        Stack per-joint constants so forward() is a few vector ops plus one product per joint.
+
+        The local transform of joint i at angle q is [O_i Rot(a_i, q) | t_i], and by Rodrigues
+        O_i Rot(a_i, q) = O_i + sin(q) O_i K_i + (1 - cos(q)) O_i K_i^2 with K_i = [a_i]x.
+        """
+        n = len(self.joints)
+        origin = np.array([joint.origin_rotation for joint in self.joints])
+        cross = np.array([_cross_matrix(joint.axis) for joint in self.joints])
+        self._rot_const = origin
+        self._rot_sin = origin @ cross
+        self._rot_cos = origin @ cross @ cross
+        self._local_template = np.zeros((n, 4, 4))
+        self._local_template[:, :3, 3] = [joint.origin_xyz for joint in self.joints]
+        self._local_template[:, 3, 3] = 1.0
+        self._world_template = np.zeros((n + 1, 4, 4))
+        self._world_template[0] = np.eye(4)
+        # world[k + 1] is joint k's frame, world[0] the base: parent row = parent index + 1.
+        self._steps = [(joint.parent + 1, index) for index, joint in enumerate(self.joints)]
+        self._axes_local = np.array([joint.axis for joint in self.joints])[:, :, None]
+        self._effector_rows = np.array([e.parent + 1 for e in self.effectors], dtype=int)
+        self._effector_offsets = np.array([e.offset for e in self.effectors])[:, :, None]
+
+    # ---------------------------------------------------------------- forward kinematics
+
+    def _joint_vector(self, q: object) -> np.ndarray:
+        """Return q as a float (n,) array, or raise ValueError on a wrong length."""
+        q = np.asarray(q, dtype=float)
+        if q.shape != (len(self.joints),):
+            raise ValueError(f'joint vector has shape {q.shape}, expected ({len(self.joints)},)'
+                             f' for joints {self.joint_names}')
+        return q
+
+    def _frames(self, q: object) -> np.ndarray:
+        """Return (n + 1, 4, 4) world transforms: the base, then each joint after rotation."""
+        q = self._joint_vector(q)
+        sin = np.sin(q)[:, None, None]
+        one_minus_cos = (1.0 - np.cos(q))[:, None, None]
+        local = self._local_template.copy()
+        local[:, :3, :3] = self._rot_const + sin * self._rot_sin + one_minus_cos * self._rot_cos
+        world = self._world_template.copy()
+        for parent_row, index in self._steps:
+            np.matmul(world[parent_row], local[index], out=world[index + 1])
+        return world
+
+    def forward(self, q: object) -> Kinematics:
+        """
+        Return the forward kinematics of joint angles q (n,) radians, in the base frame.
+
+        The position Jacobian of effector e follows directly:
+        J[:, j] = cross(axes[j], effectors[e] - positions[j]) where moves_effector[e, j].
+        """
+        world = self._frames(q)
+        rotations = world[1:, :3, :3]
+        axes = (rotations @ self._axes_local)[:, :, 0]
+        return Kinematics(world[1:, :3, 3], axes, rotations, self._effector_points(world))
+
+    def _effector_points(self, world: np.ndarray) -> np.ndarray:
+        """Return (m, 3) effector points from the world transforms of _frames()."""
+        frames = world[self._effector_rows]
+        return (frames[:, :3, :3] @ self._effector_offsets)[:, :, 0] + frames[:, :3, 3]
+
+    def effector_positions(self, q: object) -> np.ndarray:
+        """Return the (m, 3) effector points (metres, base frame) at joint angles q."""
+        return self._effector_points(self._frames(q))
+
+    def tip_position(self, q: object, effector: int = 0) -> np.ndarray:
+        """Return effector `effector`'s (3,) point (metres, base frame) at joint angles q."""
+        return self.effector_positions(q)[effector]
+
+    def joint_positions(self, q: object) -> np.ndarray:
+        """Return the (n, 3) joint origins (metres, base frame) at joint angles q."""
+        return self._frames(q)[1:, :3, 3]
+
+    def position_jacobian(self, kinematics: Kinematics) -> np.ndarray:
+        """Return the (m, 3, n) effector position Jacobian (metres/radian) of a forward()."""
+        lever = kinematics.effectors[:, None, :] - kinematics.positions[None, :, :]
+        axes = np.broadcast_to(kinematics.axes, lever.shape)
+        columns = np.cross(axes, lever) * self.moves_effector[:, :, None]
+        return columns.transpose(0, 2, 1)
+
+    # ---------------------------------------------------------------- limits
+
+    def clip(self, q: object) -> np.ndarray:
+        """Return q (n,) clipped into the joint limits; ValueError if not finite."""
+        q = self._joint_vector(q)
+        if not np.all(np.isfinite(q)):
+            raise ValueError(f'joint vector is not finite: {q.tolist()}')
+        return np.clip(q, self.lower, self.upper)
+
+    def neutral(self) -> np.ndarray:
+        """Return a sensible in-limit seed: all zeros, clipped into the limits."""
+        return np.clip(np.zeros(len(self.joints)), self.lower, self.upper)
+
+    def with_limits(self, lower: object, upper: object,
+                    max_velocity: object | None = None) -> Chain:
+        """
+        Return a copy with per-joint limits replaced.
+
+        lower/upper: (n,) radians (+-inf for unlimited); max_velocity: optional (n,) rad/s.
+        Raises ChainError on a wrong length, NaN, or lower > upper (naming the joint).
+        """
+        lower = _limit_vector(lower, len(self.joints), 'lower')
+        upper = _limit_vector(upper, len(self.joints), 'upper')
+        velocity = (self.max_velocity if max_velocity is None
+                    else _limit_vector(max_velocity, len(self.joints), 'max_velocity'))
+        joints = [Joint(j.name, j.parent, j.origin_xyz, j.origin_rotation, j.axis,
+                        lo, hi, vel, j.link)
+                  for j, lo, hi, vel in zip(self.joints, lower, upper, velocity)]
+        return Chain(self.base_link, joints, self.effectors)
+
+
+class _Pose(NamedTuple):
+    """A rigid transform: translation (3,) metres and rotation (3, 3)."""
+
+    xyz: np.ndarray
+    rotation: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Limb:
+    """A serial limb of plain parameters, see Chain.from_parameters."""
+
+    lengths: list[float]        # metres per segment
+    axes: list[str]             # axis letters per segment
+    limits: list[float]         # symmetric radians per joint
+    max_velocity: float         # rad/s
+
+    def build(self, joints: list[Joint], prefix: str, mount: _Pose, tip: str) -> Effector:
+        """Append the limb's joints (mounted at `mount` on the base) and return its tip."""
+        parent, xyz, rotation = -1, mount.xyz, mount.rotation
+        limits = iter(self.limits)
+        for number, (length, letters) in enumerate(zip(self.lengths, self.axes), start=1):
+            for letter in letters:
+                limit = next(limits)
+                joints.append(Joint(f'{prefix}seg{number}_{_AXIS_WORDS[letter]}', parent, xyz,
+                                    rotation, _AXIS_LETTERS[letter], -limit, limit,
+                                    self.max_velocity))
+                parent, xyz, rotation = len(joints) - 1, np.zeros(3), np.eye(3)
+            xyz = np.array([length, 0.0, 0.0])
+        return Effector(tip, parent, xyz)
+
+
+def _per_item(value: float | Sequence[float], count: int, what: str) -> list[float]:
+    """Return a scalar repeated count times, or a sequence checked to have count items."""
+    if np.ndim(value) == 0:
+        return [float(value)] * count
+    values = [float(v) for v in value]
+    if len(values) != count:
+        raise ChainError(f'{what} has {len(values)} values, expected 1 or {count}')
+    return values
+
+
+def _frozen_array(values: Iterable[float]) -> np.ndarray:
+    """Return a read-only float array."""
+    array = np.array(list(values), dtype=float)
+    array.setflags(write=False)
+    return array
+
+
+def _limit_vector(values: object, n: int, what: str) -> np.ndarray:
+    """Return values as a float (n,) array without NaN, or raise ChainError."""
+    array = np.asarray(values, dtype=float)
+    if array.shape != (n,):
+        raise ChainError(f'{what} limits have shape {array.shape}, expected ({n},)')
+    if np.any(np.isnan(array)):
+        raise ChainError(f'{what} limits contain NaN: {array.tolist()}')
+    return array
+
+
+def _check_unique(names: Sequence[str], kind: str) -> None:
+    """Raise ChainError naming the first duplicated name."""
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ChainError(f"duplicate {kind} name '{name}'")
+        seen.add(name)
