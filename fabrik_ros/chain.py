@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import math
-from typing import Iterable, NamedTuple, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
+
+import xml.etree.ElementTree as ElementTree
 
 import numpy as np
 
@@ -210,6 +212,49 @@ class Chain:
         self._precompute()
 
     @classmethod
+    def from_urdf(cls, urdf_xml: str, base_link: str, tip_link: str | Sequence[str]) -> Chain:
+        """
+        Build the chain (one tip link) or tree (several) between base_link and the tips.
+
+        Only the joints on the paths from base_link to the tips are kept; joints shared by
+        several paths appear once. Joints are ordered depth-first from the base, branches in
+        the order of the tips, effectors in the order of the tips. Fixed joints are folded
+        into the next origin or the effector offset; revolute and continuous joints move;
+        any other joint type on a path raises ChainError.
+        """
+        tips = [tip_link] if isinstance(tip_link, str) else list(tip_link)
+        if not tips:
+            raise ChainError('no tip link given')
+        _check_unique(tips, 'tip link')
+        robot = _UrdfRobot(urdf_xml)
+        for link in [base_link] + tips:
+            robot.check_link(link)
+        paths = [robot.path(base_link, tip) for tip in tips]
+        children: dict[str, list[_UrdfJoint]] = {}
+        for path in paths:
+            for urdf_joint in path:
+                siblings = children.setdefault(urdf_joint.parent, [])
+                if urdf_joint not in siblings:
+                    siblings.append(urdf_joint)
+        joints: list[Joint] = []
+        effector_by_tip: dict[str, Effector] = {}
+
+        def visit(link: str, parent: int, pose: _Pose) -> None:
+            if link in tips:
+                effector_by_tip[link] = Effector(link, parent, pose.xyz, pose.rotation)
+            for urdf_joint in children.get(link, ()):
+                origin = _Pose(pose.xyz + pose.rotation @ urdf_joint.origin.xyz,
+                               pose.rotation @ urdf_joint.origin.rotation)
+                if urdf_joint.kind == 'fixed':
+                    visit(urdf_joint.child, parent, origin)
+                    continue
+                joints.append(urdf_joint.to_joint(parent, origin))
+                visit(urdf_joint.child, len(joints) - 1, _Pose(np.zeros(3), np.eye(3)))
+
+        visit(base_link, -1, _Pose(np.zeros(3), np.eye(3)))
+        return cls(base_link, joints, [effector_by_tip[tip] for tip in tips])
+
+    @classmethod
     def from_parameters(cls, segments: int, segment_length: float | Sequence[float], *,
                         joint_type: str = 'hinge',
                         segment_axes: Sequence[str] | None = None,
@@ -390,6 +435,68 @@ class Chain:
         columns = np.cross(axes, lever) * self.moves_effector[:, :, None]
         return columns.transpose(0, 2, 1)
 
+    # ---------------------------------------------------------------- URDF output
+
+    def to_urdf(self, robot_name: str) -> str:
+        """
+        Return a URDF document of the model for robot_state_publisher and RViz.
+
+        Each joint's child link is named as in link_names; effectors become links on fixed
+        joints named <effector>_fixed. Links show a cylinder per outgoing link segment and a
+        short cylinder along the joint axis. Joint effort is not modelled and written as 0.
+        Chain.from_urdf(to_urdf(...), base_link, effector_names) reproduces the model.
+        """
+        radius = self._visual_radius()
+        robot = ElementTree.Element('robot', name=robot_name)
+        for name, rgba in _URDF_MATERIALS.items():
+            ElementTree.SubElement(ElementTree.SubElement(robot, 'material', name=name),
+                                   'color', rgba=rgba)
+        # Offsets of what hangs from each frame: row 0 the base, row i + 1 joint i.
+        outgoing: list[list[np.ndarray]] = [[] for _ in range(len(self.joints) + 1)]
+        for joint in self.joints:
+            outgoing[joint.parent + 1].append(joint.origin_xyz)
+        for effector in self.effectors:
+            outgoing[effector.parent + 1].append(effector.offset)
+        frame_links = [self.base_link] + self.link_names
+
+        base = ElementTree.SubElement(robot, 'link', name=self.base_link)
+        _add_visual(base, _cylinder(radius * 2.0, radius), _Pose(np.zeros(3), np.eye(3)),
+                    'fabrik_joint')
+        _add_link_cylinders(base, outgoing[0], radius)
+        for index, joint in enumerate(self.joints):
+            element = ElementTree.SubElement(robot, 'joint', name=joint.name,
+                                             type='continuous' if joint.continuous
+                                             else 'revolute')
+            ElementTree.SubElement(element, 'parent', link=frame_links[joint.parent + 1])
+            ElementTree.SubElement(element, 'child', link=self.link_names[index])
+            _add_origin(element, _Pose(joint.origin_xyz, joint.origin_rotation))
+            ElementTree.SubElement(element, 'axis', xyz=_format(joint.axis))
+            limit = _urdf_limit(joint)
+            if limit:
+                ElementTree.SubElement(element, 'limit', limit)
+            link = ElementTree.SubElement(robot, 'link', name=self.link_names[index])
+            _add_visual(link, _cylinder(radius * 1.3, radius * 3.0),
+                        _Pose(np.zeros(3), _rotation_from_z(joint.axis)), 'fabrik_joint')
+            _add_link_cylinders(link, outgoing[index + 1], radius)
+        for effector in self.effectors:
+            element = ElementTree.SubElement(robot, 'joint', name=f'{effector.name}_fixed',
+                                             type='fixed')
+            ElementTree.SubElement(element, 'parent', link=frame_links[effector.parent + 1])
+            ElementTree.SubElement(element, 'child', link=effector.name)
+            _add_origin(element, _Pose(effector.offset, effector.rotation))
+            tip = ElementTree.SubElement(robot, 'link', name=effector.name)
+            sphere = ElementTree.Element('sphere', radius=_format([radius * 1.2]))
+            _add_visual(tip, sphere, _Pose(np.zeros(3), np.eye(3)), 'fabrik_tip')
+        ElementTree.indent(robot)
+        return '<?xml version="1.0"?>\n' + ElementTree.tostring(robot, encoding='unicode') + '\n'
+
+    def _visual_radius(self) -> float:
+        """Return a link cylinder radius (metres) in proportion to the typical link length."""
+        lengths = [float(np.linalg.norm(v)) for v in
+                   [j.origin_xyz for j in self.joints] + [e.offset for e in self.effectors]]
+        lengths = [v for v in lengths if v > 1e-9] or [0.1]
+        return float(np.clip(0.08 * np.median(lengths), 0.004, 0.04))
+
     # ---------------------------------------------------------------- limits
 
     def clip(self, q: object) -> np.ndarray:
@@ -450,6 +557,216 @@ class _Limb:
                 parent, xyz, rotation = len(joints) - 1, np.zeros(3), np.eye(3)
             xyz = np.array([length, 0.0, 0.0])
         return Effector(tip, parent, xyz)
+
+
+@dataclass(frozen=True, eq=False)
+class _UrdfJoint:
+    """The fields of one URDF <joint> element that the model uses."""
+
+    name: str
+    kind: str                   # URDF joint type
+    parent: str
+    child: str
+    origin: _Pose
+    axis: np.ndarray
+    lower: float
+    upper: float
+    max_velocity: float
+
+    def to_joint(self, parent: int, origin: _Pose) -> Joint:
+        """Return the model joint, with `origin` (fixed joints folded in) as its origin."""
+        if self.kind not in ('revolute', 'continuous'):
+            raise ChainError(f"joint '{self.name}' has type '{self.kind}'; only revolute, "
+                             'continuous and fixed joints are supported')
+        return Joint(self.name, parent, origin.xyz, origin.rotation, self.axis,
+                     self.lower, self.upper, self.max_velocity, self.child)
+
+
+class _UrdfRobot:
+    """The link tree of a URDF document."""
+
+    def __init__(self, urdf_xml: str) -> None:
+        """Parse the XML; raise ChainError on malformed XML or an inconsistent tree."""
+        try:
+            root = ElementTree.fromstring(urdf_xml)
+        except ElementTree.ParseError as error:
+            raise ChainError(f'malformed URDF XML: {error}') from None
+        if root.tag != 'robot':
+            raise ChainError(f'URDF root element is <{root.tag}>, expected <robot>')
+        self.links = [_required(element, 'name', 'link') for element in root.iter('link')]
+        _check_unique(self.links, 'link')
+        self.joint_to_child: dict[str, _UrdfJoint] = {}
+        names = []
+        for element in root.findall('joint'):
+            joint = _parse_urdf_joint(element)
+            names.append(joint.name)
+            for link in (joint.parent, joint.child):
+                if link not in self.links:
+                    raise ChainError(f"joint '{joint.name}' refers to unknown link '{link}'")
+            if joint.child in self.joint_to_child:
+                raise ChainError(f"link '{joint.child}' is the child of two joints: "
+                                 f"'{self.joint_to_child[joint.child].name}' and "
+                                 f"'{joint.name}'")
+            self.joint_to_child[joint.child] = joint
+        _check_unique(names, 'joint')
+
+    def check_link(self, link: str) -> None:
+        """Raise ChainError naming an unknown link and a few known ones."""
+        if link not in self.links:
+            known = ', '.join(self.links[:8]) + (', ...' if len(self.links) > 8 else '')
+            raise ChainError(f"unknown link '{link}' (the URDF has links: {known})")
+
+    def path(self, base_link: str, tip_link: str) -> list[_UrdfJoint]:
+        """Return the URDF joints from base_link down to tip_link."""
+        if tip_link == base_link:
+            raise ChainError(f"tip link '{tip_link}' is the base link")
+        path = []
+        for joint in self._joints_above(tip_link):
+            path.append(joint)
+            if joint.parent == base_link:
+                return path[::-1]
+        raise ChainError(f"no path from base link '{base_link}' down to tip link "
+                         f"'{tip_link}' (is the tip above the base or on another branch?)")
+
+    def _joints_above(self, link: str) -> Iterator[_UrdfJoint]:
+        """Yield the joints from link up to the root of the tree, nearest first."""
+        seen = set()
+        while link in self.joint_to_child and link not in seen:
+            seen.add(link)
+            joint = self.joint_to_child[link]
+            yield joint
+            link = joint.parent
+
+
+def _parse_urdf_joint(element: ElementTree.Element) -> _UrdfJoint:
+    """Return the model-relevant fields of a URDF <joint> element."""
+    name = _required(element, 'name', 'joint')
+    what = f"joint '{name}'"
+    joint_type = _required(element, 'type', what)
+    if element.find('mimic') is not None:
+        raise ChainError(f'{what} is a mimic joint, which is not supported')
+    parent, child = (_required(_child(element, tag, what), 'link', f'{what} <{tag}>')
+                     for tag in ('parent', 'child'))
+    origin = element.find('origin')
+    xyz = _urdf_vector(origin, 'xyz', '0 0 0', f'{what} origin')
+    rpy = _urdf_vector(origin, 'rpy', '0 0 0', f'{what} origin')
+    axis = _urdf_vector(element.find('axis'), 'xyz', '1 0 0', f'{what} axis')
+    limit = element.find('limit')
+    lower, upper = -math.inf, math.inf
+    if joint_type == 'revolute':
+        if limit is None:
+            raise ChainError(f'revolute {what} has no <limit>')
+        lower = _urdf_float(limit, 'lower', '0', what)
+        upper = _urdf_float(limit, 'upper', '0', what)
+    velocity = math.inf if limit is None else _urdf_float(limit, 'velocity', 'inf', what)
+    return _UrdfJoint(name, joint_type, parent, child, _Pose(xyz, rotation_from_rpy(rpy)),
+                      axis, lower, upper, velocity)
+
+
+def _required(element: ElementTree.Element, attribute: str, what: str) -> str:
+    """Return a non-empty attribute or raise ChainError naming the element."""
+    value = element.get(attribute, '')
+    if not value:
+        raise ChainError(f"{what} has no '{attribute}' attribute")
+    return value
+
+
+def _child(element: ElementTree.Element, tag: str, what: str) -> ElementTree.Element:
+    """Return the child element or raise ChainError naming the missing tag."""
+    found = element.find(tag)
+    if found is None:
+        raise ChainError(f'{what} has no <{tag}>')
+    return found
+
+
+def _urdf_vector(element: ElementTree.Element | None, attribute: str, default: str,
+                 what: str) -> np.ndarray:
+    """Return a 3-number attribute of an optional element (default when absent)."""
+    text = default if element is None else element.get(attribute, default)
+    try:
+        values = [float(v) for v in text.split()]
+    except ValueError:
+        values = []
+    return _frozen_vector(values if len(values) == 3 else text, f'{what} {attribute}')
+
+
+def _urdf_float(element: ElementTree.Element, attribute: str, default: str, what: str) -> float:
+    """Return a number attribute (default when absent) or raise ChainError."""
+    text = element.get(attribute, default)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if math.isnan(value):
+        raise ChainError(f'{what} <limit {attribute}="{text}"> is not a number')
+    return value
+
+
+_URDF_MATERIALS = {
+    'fabrik_link': '0.85 0.55 0.15 1',
+    'fabrik_joint': '0.25 0.25 0.3 1',
+    'fabrik_tip': '0.15 0.55 0.9 1',
+}
+
+
+def _format(values: Iterable[float]) -> str:
+    """Return numbers as a URDF attribute with full precision ('0.1 0.0 -0.25')."""
+    return ' '.join(repr(float(v) + 0.0) for v in values)  # + 0.0 turns -0.0 into 0.0
+
+
+def _urdf_limit(joint: Joint) -> dict[str, str]:
+    """Return the <limit> attributes of a joint ({} for an unbounded continuous joint)."""
+    limit = {}
+    if not joint.continuous:
+        if not (math.isfinite(joint.lower) and math.isfinite(joint.upper)):
+            raise ChainError(f"joint '{joint.name}' has a one-sided limit "
+                             f'[{joint.lower}, {joint.upper}], which URDF cannot express')
+        limit = {'lower': _format([joint.lower]), 'upper': _format([joint.upper])}
+    if math.isfinite(joint.max_velocity):
+        limit.update(effort='0', velocity=_format([joint.max_velocity]))
+    elif not joint.continuous:
+        raise ChainError(f"revolute joint '{joint.name}' needs a finite max_velocity for URDF")
+    return limit
+
+
+def _add_origin(element: ElementTree.Element, pose: _Pose) -> None:
+    """Append an <origin xyz rpy> of pose to element."""
+    ElementTree.SubElement(element, 'origin', xyz=_format(pose.xyz),
+                           rpy=_format(rpy_from_rotation(pose.rotation)))
+
+
+def _cylinder(radius: float, length: float) -> ElementTree.Element:
+    """Return a URDF <cylinder> (along its local z) element."""
+    return ElementTree.Element('cylinder', radius=_format([radius]), length=_format([length]))
+
+
+def _add_visual(link: ElementTree.Element, geometry: ElementTree.Element, pose: _Pose,
+                material: str) -> None:
+    """Append a <visual> with one geometry at pose to a link element."""
+    visual = ElementTree.SubElement(link, 'visual')
+    _add_origin(visual, pose)
+    ElementTree.SubElement(visual, 'geometry').append(geometry)
+    ElementTree.SubElement(visual, 'material', name=material)
+
+
+def _add_link_cylinders(link: ElementTree.Element, offsets: list[np.ndarray],
+                        radius: float) -> None:
+    """Append a cylinder from the link origin to each non-zero offset (metres)."""
+    for offset in offsets:
+        length = float(np.linalg.norm(offset))
+        if length > 1e-9:
+            _add_visual(link, _cylinder(radius, length),
+                        _Pose(offset / 2.0, _rotation_from_z(offset)), 'fabrik_link')
+
+
+def _rotation_from_z(direction: np.ndarray) -> np.ndarray:
+    """Return a (3, 3) rotation turning +z onto a non-zero direction."""
+    unit = direction / np.linalg.norm(direction)
+    turn = np.cross([0.0, 0.0, 1.0], unit)
+    sine = float(np.linalg.norm(turn))
+    if sine < 1e-12:
+        return np.eye(3) if unit[2] > 0.0 else rotation_about_axis([1.0, 0.0, 0.0], math.pi)
+    return rotation_about_axis(turn / sine, math.atan2(sine, float(unit[2])))
 
 
 def _per_item(value: float | Sequence[float], count: int, what: str) -> list[float]:
