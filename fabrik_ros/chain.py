@@ -770,10 +770,10 @@ def _rotation_from_z(direction: np.ndarray) -> np.ndarray:
 
 
 def _per_item(value: float | Sequence[float], count: int, what: str) -> list[float]:
-    """Return a scalar repeated count times, or a sequence checked to have count items."""
-    if np.ndim(value) == 0:
-        return [float(value)] * count
-    values = [float(v) for v in value]
+    """Return count floats: a scalar or a 1-item sequence repeated, or count items as given."""
+    values = [float(v) for v in np.reshape(value, -1)]
+    if len(values) == 1:
+        return values * count
     if len(values) != count:
         raise ChainError(f'{what} has {len(values)} values, expected 1 or {count}')
     return values
