@@ -357,25 +357,31 @@ class Chain:
         """
         Stack per-joint constants so forward() is a few vector ops plus one product per joint.
 
-        The local transform of joint i at angle q is [O_i Rot(a_i, q) | t_i], and by Rodrigues
+        Joint i's local transform at angle q is [O_i Rot(a_i, q) | t_i], and by Rodrigues
         O_i Rot(a_i, q) = O_i + sin(q) O_i K_i + (1 - cos(q)) O_i K_i^2 with K_i = [a_i]x.
+        So its top three rows are (1, sin q, 1 - cos q) @ basis_i, one batched product for
+        all joints; basis_i (3, 12) holds [O_i | t_i], [O_i K_i | 0], [O_i K_i^2 | 0].
         """
         n = len(self.joints)
         origin = np.array([joint.origin_rotation for joint in self.joints])
         cross = np.array([_cross_matrix(joint.axis) for joint in self.joints])
-        self._rot_const = origin
-        self._rot_sin = origin @ cross
-        self._rot_cos = origin @ cross @ cross
+        basis = np.zeros((n, 3, 3, 4))
+        basis[:, 0, :, :3] = origin
+        basis[:, 0, :, 3] = [joint.origin_xyz for joint in self.joints]
+        basis[:, 1, :, :3] = origin @ cross
+        basis[:, 2, :, :3] = origin @ cross @ cross
+        self._local_basis = basis.reshape(n, 3, 12)
         self._local_template = np.zeros((n, 4, 4))
-        self._local_template[:, :3, 3] = [joint.origin_xyz for joint in self.joints]
         self._local_template[:, 3, 3] = 1.0
+        self._coefficient_template = np.ones((n, 1, 3))
         self._world_template = np.zeros((n + 1, 4, 4))
         self._world_template[0] = np.eye(4)
         # world[k + 1] is joint k's frame, world[0] the base: parent row = parent index + 1.
         self._steps = [(joint.parent + 1, index) for index, joint in enumerate(self.joints)]
         self._axes_local = np.array([joint.axis for joint in self.joints])[:, :, None]
         self._effector_rows = np.array([e.parent + 1 for e in self.effectors], dtype=int)
-        self._effector_offsets = np.array([e.offset for e in self.effectors])[:, :, None]
+        self._effector_points_local = np.ones((len(self.effectors), 4, 1))
+        self._effector_points_local[:, :3, 0] = [e.offset for e in self.effectors]
 
     # ---------------------------------------------------------------- forward kinematics
 
@@ -390,13 +396,17 @@ class Chain:
     def _frames(self, q: object) -> np.ndarray:
         """Return (n + 1, 4, 4) world transforms: the base, then each joint after rotation."""
         q = self._joint_vector(q)
-        sin = np.sin(q)[:, None, None]
-        one_minus_cos = (1.0 - np.cos(q))[:, None, None]
+        coefficients = self._coefficient_template.copy()
+        coefficients[:, 0, 1] = np.sin(q)
+        coefficients[:, 0, 2] -= np.cos(q)
         local = self._local_template.copy()
-        local[:, :3, :3] = self._rot_const + sin * self._rot_sin + one_minus_cos * self._rot_cos
+        # The top 3 rows of each 4x4 are 12 contiguous numbers: write the product in place.
+        n = len(q)
+        np.matmul(coefficients, self._local_basis, out=local.reshape(n, 16)[:, None, :12])
         world = self._world_template.copy()
         for parent_row, index in self._steps:
-            np.matmul(world[parent_row], local[index], out=world[index + 1])
+            # ndarray.dot with out= has a third of np.matmul's call overhead on 4x4s.
+            world[parent_row].dot(local[index], out=world[index + 1])
         return world
 
     def forward(self, q: object) -> Kinematics:
@@ -413,8 +423,7 @@ class Chain:
 
     def _effector_points(self, world: np.ndarray) -> np.ndarray:
         """Return (m, 3) effector points from the world transforms of _frames()."""
-        frames = world[self._effector_rows]
-        return (frames[:, :3, :3] @ self._effector_offsets)[:, :, 0] + frames[:, :3, 3]
+        return (world[self._effector_rows] @ self._effector_points_local)[:, :3, 0]
 
     def effector_positions(self, q: object) -> np.ndarray:
         """Return the (m, 3) effector points (metres, base frame) at joint angles q."""
@@ -429,11 +438,20 @@ class Chain:
         return self._frames(q)[1:, :3, 3]
 
     def position_jacobian(self, kinematics: Kinematics) -> np.ndarray:
-        """Return the (m, 3, n) effector position Jacobian (metres/radian) of a forward()."""
-        lever = kinematics.effectors[:, None, :] - kinematics.positions[None, :, :]
-        axes = np.broadcast_to(kinematics.axes, lever.shape)
-        columns = np.cross(axes, lever) * self.moves_effector[:, :, None]
-        return columns.transpose(0, 2, 1)
+        """
+        Return the (m, 3, n) effector position Jacobian (metres/radian) of a forward() result.
+
+        Column j of effector e is cross(axes[j], effectors[e] - positions[j]) when joint j
+        moves effector e (moves_effector[e, j]), else zero.
+        """
+        axis_x, axis_y, axis_z = kinematics.axes.T
+        lever = kinematics.effectors[:, :, None] - kinematics.positions.T[None]  # (m, 3, n)
+        jacobian = np.empty_like(lever)
+        jacobian[:, 0] = axis_y * lever[:, 2] - axis_z * lever[:, 1]
+        jacobian[:, 1] = axis_z * lever[:, 0] - axis_x * lever[:, 2]
+        jacobian[:, 2] = axis_x * lever[:, 1] - axis_y * lever[:, 0]
+        jacobian *= self.moves_effector[:, None, :]
+        return jacobian
 
     # ---------------------------------------------------------------- URDF output
 
