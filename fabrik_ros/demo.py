@@ -1,0 +1,543 @@
+"""The main job: IK node + simulated arm + moving targets, a live view and a summary.
+
+Run it from the repository (or anywhere once the package is installed):
+    python3 -m fabrik_ros.demo                      # one arm: a figure eight, then out of reach
+    python3 -m fabrik_ros.demo --mode double        # two arms on one torso
+    python3 -m fabrik_ros.demo --mode spider        # six legs stepping in a tripod gait
+    python3 -m fabrik_ros.demo --record arm.npz     # keep the run for fabrik_ros.render
+
+It starts ``ik_node`` and ``sim_arm`` as their own processes with the mode's config; the
+node's commands go to ``joint_commands``, the simulated arm measures ``joint_states``.
+The demo publishes targets (``target_pose``, or ``<tip>/target_pose`` per effector of a
+tree), computes the measured tips with forward kinematics and reports:
+
+- IK error: distance of each command's tip (FK of the commanded joints) from its target;
+- arm error: distance of the measured tip from the current target; it lags a moving
+  target by what the arm's velocity limits and the loop delay allow, and goes to zero
+  when the target holds still;
+- out of reach: the remaining distance, measured and as the node reports it.
+
+DDS stays on this machine (ROS_LOCALHOST_ONLY, ROS_AUTOMATIC_DISCOVERY_RANGE), on
+ROS_DOMAIN_ID 42 unless the environment sets another. Exit code 0 on success, 1 when a
+node died or never came up, 130 on Ctrl-C.
+"""
+
+import argparse
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+import json
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from fabrik_ros.chain import Chain
+from fabrik_ros.config import chain_from_parameters, load_config
+from fabrik_ros.ik_node import package_share_dir
+from fabrik_ros.paths import ellipse, figure_eight
+from geometry_msgs.msg import PoseStamped
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+MODES = {'single': 'arm.yaml', 'double': 'dual_arm.yaml', 'spider': 'spider.yaml'}
+DEFAULT_DOMAIN_ID = '42'
+TARGET_RATE = 50.0  # Hz
+LIVE_PERIOD = 0.5  # seconds between live view lines
+SETTLE_TIME = 1.0  # seconds the last path point is held before going out of reach
+OUT_OF_REACH_TIME = 2.0  # seconds
+APPROACH_TIMEOUT = 10.0  # seconds to reach the path's start before the clock starts
+STARTUP_TIMEOUT = 30.0  # seconds for both nodes to come up
+STOP_TIMEOUT = 5.0  # seconds a node gets to exit after SIGINT
+DIAGNOSTICS_WAIT = 1.1  # seconds: the node reports once a second; get the final result
+REACHED_M = 1e-3  # a command reaches its target within this distance
+READY_FRACTION = 0.3  # ready pose: each limited joint this far from neutral to its upper limit
+OUT_OF_REACH_FACTOR = 1.25  # out-of-reach targets lie this far beyond the longest reach
+HISTORY = 3  # recent targets per effector a command may answer (the node may lag one)
+
+
+# ---- the choreography (pure) --------------------------------------------------------------
+
+def ready_pose(chain: Chain) -> np.ndarray:
+    """Return a bent, in-limit pose whose tips make good path centres (away from stretch)."""
+    neutral = chain.neutral()
+    bend = np.where(np.isfinite(chain.upper), READY_FRACTION * (chain.upper - neutral), 0.0)
+    return chain.clip(neutral + bend)
+
+
+def branch_lengths(chain: Chain) -> tuple[np.ndarray, np.ndarray]:
+    """Return per effector the limb length (first joint to tip) and an upper reach bound.
+
+    Both sum link lengths along the branch; the bound adds the first joint's offset from
+    the base, so no pose puts the tip farther than it from the base origin (pinned root).
+    """
+    limbs, bounds = [], []
+    for effector in chain.effectors:
+        length, joint = float(np.linalg.norm(effector.offset)), effector.parent
+        while joint >= 0 and chain.joints[joint].parent >= 0:
+            length += float(np.linalg.norm(chain.joints[joint].origin_xyz))
+            joint = chain.joints[joint].parent
+        first = chain.joints[joint].origin_xyz if joint >= 0 else np.zeros(3)
+        limbs.append(length)
+        bounds.append(length + float(np.linalg.norm(first)))
+    return np.array(limbs), np.array(bounds)
+
+
+def path_plane(center: np.ndarray) -> np.ndarray:
+    """Return axes (2, 3): horizontal, across the line from the base, and up."""
+    across = np.cross([0.0, 0.0, 1.0], center)
+    norm = np.linalg.norm(across)
+    across = across / norm if norm > 1e-9 else np.array([0.0, 1.0, 0.0])
+    return np.array([across, [0.0, 0.0, 1.0]])
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    """Where every effector's target is at each time of the run, and in which phase."""
+
+    mode: str
+    centers: np.ndarray  # (m, 3) path centres, metres, base frame
+    axes: np.ndarray  # (m, 2, 3) path planes
+    sizes: np.ndarray  # (m, 2) width, height, metres
+    phases: np.ndarray  # (m,) radians along each path
+    out_of_reach: np.ndarray  # (m, 3) final targets, beyond every reach
+    reach_bounds: np.ndarray  # (m,) metres
+    moving_time: float  # seconds
+    period: float  # seconds per lap
+
+    PHASE_NAMES = ('moving', 'holding', 'out of reach')
+
+    @classmethod
+    def for_mode(cls, chain: Chain, mode: str, duration: float) -> 'TargetPlan':
+        """Plan ``duration`` seconds: path, hold, out of reach (figure eights or steps)."""
+        moving_time = duration - SETTLE_TIME - OUT_OF_REACH_TIME
+        if moving_time <= 0.0:
+            raise ValueError(f'duration must exceed {SETTLE_TIME + OUT_OF_REACH_TIME:g} s')
+        centers = chain.effector_positions(ready_pose(chain))
+        limbs, bounds = branch_lengths(chain)
+        count = len(centers)
+        if mode == 'spider':  # tripod gait: alternate legs step together
+            sizes = np.column_stack([0.3 * limbs, 0.15 * limbs])
+            phases = np.pi * (np.arange(count) % 2)
+            period = 2.0
+        else:
+            sizes = np.column_stack([0.25 * limbs, 0.15 * limbs])
+            phases = np.pi * np.arange(count) / count
+            period = 8.0
+        directions = centers / np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-9)
+        return cls(mode, centers, np.array([path_plane(c) for c in centers]), sizes, phases,
+                   OUT_OF_REACH_FACTOR * bounds[:, np.newaxis] * directions, bounds,
+                   moving_time, period)
+
+    @property
+    def duration(self) -> float:
+        """Return the planned run time, seconds (after the approach)."""
+        return self.moving_time + SETTLE_TIME + OUT_OF_REACH_TIME
+
+    def phase(self, t: float) -> int:
+        """Return the index into PHASE_NAMES at ``t`` seconds."""
+        if t < self.moving_time:
+            return 0
+        return 1 if t < self.moving_time + SETTLE_TIME else 2
+
+    def targets(self, t: float) -> np.ndarray:
+        """Return the (m, 3) targets at ``t`` seconds (t < 0: the path's start)."""
+        if self.phase(t) == 2:
+            return self.out_of_reach.copy()
+        t = float(np.clip(t, 0.0, self.moving_time))
+        shape = ellipse if self.mode == 'spider' else figure_eight
+        return np.array([
+            shape(np.array([t]), center, axes, width, height, self.period, phase)[0]
+            for center, axes, (width, height), phase in zip(
+                self.centers, self.axes, self.sizes, self.phases)])
+
+
+# ---- bookkeeping (pure) ---------------------------------------------------------------------
+
+@dataclass
+class Tracker:
+    """Errors of commands and measurements against the targets, per phase."""
+
+    chain: Chain
+    recent: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
+    target: np.ndarray | None = None  # (m, 3) current targets
+    ik_errors: list[list[float]] = field(default_factory=lambda: [[], [], []])
+    arm_errors: list[list[float]] = field(default_factory=lambda: [[], [], []])
+    iterations: list[int] = field(default_factory=list)
+    solves: float = 0.0
+    solve_rate: float = 0.0  # Hz, last the node reported
+    targets_sent: int = 0
+    node_error: float | None = None  # metres, last the node reported
+    node_reached: bool | None = None
+    last_arm_error: float = float('nan')
+    last_ik_error: float = float('nan')
+
+    def sent(self, targets: np.ndarray) -> None:
+        """Note targets just published."""
+        self.target = targets
+        self.recent.append(targets)
+        self.targets_sent += 1
+
+    def command(self, q: np.ndarray, phase: int | None) -> None:
+        """Score a command: each tip against the closest of its recent targets."""
+        if self.target is None:
+            return
+        tips = self.chain.effector_positions(q)
+        distances = np.linalg.norm(np.array(self.recent) - tips, axis=2)  # (k, m)
+        self.last_ik_error = float(np.max(np.min(distances, axis=0)))
+        if phase is not None:
+            self.ik_errors[phase].append(self.last_ik_error)
+
+    def measured(self, q: np.ndarray, phase: int | None) -> np.ndarray:
+        """Score a measured pose against the current targets; return its tips (m, 3)."""
+        tips = self.chain.effector_positions(q)
+        if self.target is not None:
+            self.last_arm_error = float(np.max(np.linalg.norm(tips - self.target, axis=1)))
+            if phase is not None:
+                self.arm_errors[phase].append(self.last_arm_error)
+        return tips
+
+    def diagnostics(self, values: dict[str, str], counting: bool) -> None:
+        """Take the node's report (solve rate, error, iterations)."""
+        self.solve_rate = float(values.get('solve_rate_hz', 0.0))
+        if counting:
+            self.solves += self.solve_rate
+            if 'iterations' in values:
+                self.iterations.append(int(values['iterations']))
+        if 'error_m' in values:
+            self.node_error = float(values['error_m'])
+            self.node_reached = values.get('reached') == 'True'
+
+    def summary(self, plan: TargetPlan) -> dict:
+        """Return the run's figures (errors in mm, distances in m)."""
+        moving, holding, beyond = (np.array(e) for e in self.ik_errors)
+        arm_moving, arm_holding, arm_beyond = (np.array(e) for e in self.arm_errors)
+
+        def mm(values: np.ndarray, how) -> float | None:
+            return round(float(how(values)) * 1e3, 4) if len(values) else None
+
+        return {
+            'mode': plan.mode,
+            'duration_s': plan.duration,
+            'targets_sent': self.targets_sent,
+            'solves': int(round(self.solves)),
+            'commands_scored': int(len(moving) + len(holding) + len(beyond)),
+            'ik_error_mm': {'median': mm(moving, np.median), 'max': mm(moving, np.max)},
+            'reached_fraction': (float(np.mean(moving <= REACHED_M)) if len(moving)
+                                 else None),
+            'arm_error_mm': {'median': mm(arm_moving, np.median),
+                             'max': mm(arm_moving, np.max)},
+            'arm_error_holding_mm': mm(arm_holding[-1:], np.max),
+            'iterations': {'median': float(np.median(self.iterations))
+                           if self.iterations else None,
+                           'max': max(self.iterations, default=None)},
+            'out_of_reach': {
+                'reach_bound_m': round(float(np.max(plan.reach_bounds)), 4),
+                'remaining_m': (round(float(arm_beyond[-1]), 4) if len(arm_beyond)
+                                else None),
+                'node_remaining_m': self.node_error,
+                'node_reached': self.node_reached,
+            },
+        }
+
+
+def format_summary(summary: dict) -> str:
+    """Return the summary as a few aligned lines."""
+    def value(number: float | None, unit: str, digits: int = 3) -> str:
+        return 'n/a' if number is None else f'{number:.{digits}f} {unit}'
+
+    ik, arm, beyond = summary['ik_error_mm'], summary['arm_error_mm'], summary['out_of_reach']
+    reached = summary['reached_fraction']
+    unreachable = beyond['node_reached'] is False
+    return '\n'.join([
+        f'summary ({summary["mode"]}, {summary["duration_s"]:.1f} s)',
+        f'  targets sent        {summary["targets_sent"]}',
+        f'  solves              {summary["solves"]} (node report), '
+        f'{summary["commands_scored"]} commands scored',
+        f'  IK error, moving    median {value(ik["median"], "mm")}, '
+        f'max {value(ik["max"], "mm")}',
+        '  reached (<= 1 mm)   ' + ('n/a' if reached is None else f'{100 * reached:.1f} %'),
+        f'  iterations          median {summary["iterations"]["median"]}, '
+        f'max {summary["iterations"]["max"]}',
+        f'  arm error, moving   median {value(arm["median"], "mm", 2)}, '
+        f'max {value(arm["max"], "mm", 2)} (measured tip vs the moving target)',
+        f'  arm error, holding  {value(summary["arm_error_holding_mm"], "mm")}',
+        f'  out of reach        {"unreachable" if unreachable else "NOT reported unreachable"}'
+        f': {value(beyond["remaining_m"], "m")} remaining '
+        f'(node: {value(beyond["node_remaining_m"], "m")})',
+    ])
+
+
+# ---- processes ----------------------------------------------------------------------------
+
+def ros_environment(environ: dict[str, str]) -> dict[str, str]:
+    """Return ``environ`` with DDS pinned to loopback and a domain id set."""
+    env = dict(environ)
+    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    env['ROS_LOCALHOST_ONLY'] = '1'
+    env.setdefault('ROS_DOMAIN_ID', DEFAULT_DOMAIN_ID)
+    source_tree = str(Path(__file__).resolve().parent.parent)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [source_tree, env.get('PYTHONPATH')]))
+    return env
+
+
+class NodeProcess:
+    """One ``python -m fabrik_ros.<module>`` child, its output in a log file."""
+
+    def __init__(self, module: str, ros_args: list[str], log_dir: Path,
+                 env: dict[str, str]) -> None:
+        """Start the module in its own session (Ctrl-C reaches it through stop())."""
+        self.module = module
+        self.log_path = log_dir / f'{module}.log'
+        with open(self.log_path, 'wb') as log:
+            self.popen = subprocess.Popen(
+                [sys.executable, '-u', '-m', f'fabrik_ros.{module}', '--ros-args', *ros_args],
+                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+
+    def died(self) -> bool:
+        """Tell whether the process ended on its own."""
+        return self.popen.poll() is not None
+
+    def stop(self) -> int:
+        """Stop it like Ctrl-C does (SIGINT, then SIGKILL); return its exit code."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                self.popen.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        return self.popen.returncode
+
+    def log_tail(self, lines: int = 15) -> str:
+        """Return the last lines the process printed."""
+        text = self.log_path.read_text(errors='replace').splitlines()
+        return '\n'.join(f'  {self.module}| {line}' for line in text[-lines:])
+
+
+# ---- the ROS side -------------------------------------------------------------------------
+
+@dataclass
+class Recording:
+    """Measured poses and the targets of the moment, for fabrik_ros.render."""
+
+    t: list[float] = field(default_factory=list)
+    q: list[np.ndarray] = field(default_factory=list)
+    targets: list[np.ndarray] = field(default_factory=list)
+    phase: list[int] = field(default_factory=list)
+
+    def save(self, path: Path, chain: Chain, plan: TargetPlan) -> None:
+        """Write joint points and tips over time (base frame, metres) and the targets."""
+        np.savez_compressed(
+            path, mode=plan.mode, t=np.array(self.t), q=np.array(self.q),
+            joint_positions=np.array([chain.joint_positions(q) for q in self.q]),
+            effector_positions=np.array([chain.effector_positions(q) for q in self.q]),
+            targets=np.array(self.targets), phase=np.array(self.phase),
+            joint_parents=np.array([j.parent for j in chain.joints]),
+            effector_parents=np.array([e.parent for e in chain.effectors]),
+            phase_names=np.array(TargetPlan.PHASE_NAMES))
+
+
+class DemoNode(Node):
+    """Publish the plan's targets; score the node's commands and the arm's measurements."""
+
+    def __init__(self, chain: Chain, plan: TargetPlan, recording: Recording | None) -> None:
+        """Wire target publishers and the joint_states/joint_commands/diagnostics inputs."""
+        super().__init__('fabrik_demo')
+        self.chain, self.plan, self.recording = chain, plan, recording
+        self.tracker = Tracker(chain)
+        self.start: float | None = None  # monotonic seconds when the run's clock started
+        self.phase: int | None = None  # None while approaching the path
+        self._index = {name: i for i, name in enumerate(chain.joint_names)}
+        self._measured = False
+        topics = (['target_pose'] if len(chain.effectors) == 1
+                  else [f'{name}/target_pose' for name in chain.effector_names])
+        self._target_pubs = [self.create_publisher(PoseStamped, topic, 10) for topic in topics]
+        self.create_subscription(JointState, 'joint_states', self._on_state, 10)
+        self.create_subscription(JointState, 'joint_commands', self._on_command, 10)
+        self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(self)
+
+    def _joint_vector(self, msg: JointState) -> np.ndarray | None:
+        """Return the message's positions in chain order; None unless it names every joint."""
+        if len(msg.position) != len(msg.name) or set(msg.name) != self._index.keys():
+            return None
+        q = np.empty(len(self._index))
+        q[[self._index[name] for name in msg.name]] = msg.position
+        return q
+
+    def _on_state(self, msg: JointState) -> None:
+        q = self._joint_vector(msg)
+        if q is None:
+            return
+        self._measured = True
+        self.tracker.measured(q, self.phase)
+        if self.recording is not None and self.phase is not None:
+            self.recording.t.append(time.monotonic() - self.start)
+            self.recording.q.append(q)
+            self.recording.targets.append(self.tracker.target)
+            self.recording.phase.append(self.phase)
+
+    def _on_command(self, msg: JointState) -> None:
+        q = self._joint_vector(msg)
+        if q is not None:
+            self.tracker.command(q, self.phase)
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if status.name.endswith('ik_node: IK'):
+                self.tracker.diagnostics({kv.key: kv.value for kv in status.values},
+                                         self.phase is not None)
+
+    def send(self, targets: np.ndarray) -> None:
+        """Publish one target per effector, in the base frame."""
+        for publisher, target in zip(self._target_pubs, targets):
+            msg = PoseStamped()
+            msg.header.frame_id = self.chain.base_link
+            msg.header.stamp = self.get_clock().now().to_msg()
+            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, target)
+            msg.pose.orientation.w = 1.0
+            publisher.publish(msg)
+        self.tracker.sent(targets)
+
+    def wait(self, seconds: float) -> None:
+        """Handle incoming messages for ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0.0:
+            self._executor.spin_once(timeout_sec=remaining)
+
+    def wait_for_nodes(self, children: list[NodeProcess]) -> float:
+        """Wait until the arm publishes and the IK node listens and commands; return s."""
+        started = time.monotonic()
+        while not (self._measured and self.count_publishers('joint_commands')
+                   and all(pub.get_subscription_count() for pub in self._target_pubs)):
+            if any(child.died() for child in children):
+                raise RuntimeError('a node died while starting')
+            if time.monotonic() - started > STARTUP_TIMEOUT:
+                raise RuntimeError(f'the nodes did not come up within {STARTUP_TIMEOUT:g} s')
+            self.wait(0.1)
+        return time.monotonic() - started
+
+    def approach(self) -> None:
+        """Hold the path's first targets until the arm is there (or APPROACH_TIMEOUT)."""
+        started = time.monotonic()
+        tracker = self.tracker
+        while time.monotonic() - started < APPROACH_TIMEOUT:
+            self.send(self.plan.targets(0.0))
+            self.wait(1.0 / TARGET_RATE)
+            if tracker.last_arm_error < REACHED_M and tracker.last_ik_error < REACHED_M:
+                return
+
+    def drive(self, children: list[NodeProcess]) -> None:
+        """Run the plan at TARGET_RATE, printing the live view."""
+        print(f'{"t [s]":>6} {"phase":<13}{"target [m]":^26}{"IK err":>10}{"arm err":>10}'
+              f'{"iters":>7}{"solves/s":>9}', flush=True)
+        self.start = time.monotonic()
+        next_line = 0.0
+        while (t := time.monotonic() - self.start) < self.plan.duration:
+            if any(child.died() for child in children):
+                raise RuntimeError('a node died')
+            self.phase = self.plan.phase(t)
+            self.send(self.plan.targets(t))
+            if t >= next_line:
+                next_line += LIVE_PERIOD
+                print(self.live_line(t), flush=True)
+            self.wait(1.0 / TARGET_RATE)
+        self.wait(DIAGNOSTICS_WAIT)
+
+    def live_line(self, t: float) -> str:
+        """Return one line of the live view (the first effector's target)."""
+        tracker = self.tracker
+        target = ', '.join(f'{v:+.3f}' for v in tracker.target[0])
+        iterations = tracker.iterations[-1] if tracker.iterations else '-'
+        return (f'{t:6.1f} {self.plan.PHASE_NAMES[self.phase]:<13}({target}) '
+                f'{1e3 * tracker.last_ik_error:7.3f}mm{1e3 * tracker.last_arm_error:8.2f}mm'
+                f'{iterations:>7}{tracker.solve_rate:9.0f}')
+
+
+def stop_all(children: list[NodeProcess]) -> bool:
+    """Stop the nodes; return False (after printing its log) if one had died on its own."""
+    healthy = True
+    for child in children:
+        if child.died() and child.popen.returncode != 0:
+            healthy = False
+            print(f'{child.module} exited with {child.popen.returncode}:\n{child.log_tail()}',
+                  file=sys.stderr)
+        child.stop()
+    return healthy
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the nodes, drive the targets, print the live view and summary; return exit code."""
+    os.environ.update(ros_environment(os.environ))  # before rclpy.init() reads it
+    share = package_share_dir()
+    config = Path(args.config) if args.config else share / 'config' / MODES[args.mode]
+    chain = chain_from_parameters(load_config(config), share)
+    plan = TargetPlan.for_mode(chain, args.mode, args.duration)
+    log_dir = Path(tempfile.mkdtemp(prefix='fabrik_demo_'))
+    print(f'fabrik_ros demo: mode {args.mode}, {config}, ROS_DOMAIN_ID '
+          f'{os.environ["ROS_DOMAIN_ID"]}, node logs in {log_dir}', flush=True)
+    params = ['--params-file', str(config)]
+    children = [
+        NodeProcess('ik_node', [*params, '-p', 'joint_command_topic:=joint_commands'],
+                    log_dir, dict(os.environ)),
+        NodeProcess('sim_arm', params, log_dir, dict(os.environ)),
+    ]
+    rclpy.init()
+    demo = DemoNode(chain, plan, Recording() if args.record else None)
+    exit_code = 0
+    try:
+        print(f'nodes up after {demo.wait_for_nodes(children):.1f} s; approaching the path',
+              flush=True)
+        demo.approach()
+        demo.drive(children)
+    except RuntimeError as error:
+        print(f'demo failed: {error}', file=sys.stderr)
+        exit_code = 1
+    except KeyboardInterrupt:
+        exit_code = 130
+    finally:
+        demo.destroy_node()
+        rclpy.try_shutdown()
+        if not stop_all(children):
+            exit_code = exit_code or 1
+    summary = {**demo.tracker.summary(plan), 'config': str(config), 'exit_code': exit_code}
+    print(format_summary(summary), flush=True)
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(summary, indent=2))
+    if args.record and demo.recording.t:
+        demo.recording.save(Path(args.record), chain, plan)
+        print(f'recording written to {args.record}', flush=True)
+    return exit_code
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Return the command line options."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--mode', choices=sorted(MODES), default='single',
+                        help='single arm, double (two arms, one torso) or spider (six legs)')
+    parser.add_argument('--duration', type=float, default=15.0,
+                        help='seconds of moving targets, hold and out-of-reach (default 15)')
+    parser.add_argument('--config', help="params file for both nodes (default: the mode's "
+                        'config/*.yaml)')
+    parser.add_argument('--record', help='write the run to this .npz for fabrik_ros.render')
+    parser.add_argument('--summary-json', help='write the summary to this JSON file')
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the demo; exit with its code."""
+    sys.exit(run(parse_args(argv)))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,135 @@
+"""Draw a recorded demo run: the chain at work, the target path, the tip path, the errors.
+
+The README pictures come from real runs, regenerated with (from the repository root):
+    python3 -m fabrik_ros.demo --mode single --record /tmp/single.npz
+    python3 -m fabrik_ros.render /tmp/single.npz -o docs/images/single.png
+    python3 -m fabrik_ros.demo --mode double --record /tmp/double.npz
+    python3 -m fabrik_ros.render /tmp/double.npz -o docs/images/double.png
+    python3 -m fabrik_ros.demo --mode spider --record /tmp/spider.npz
+    python3 -m fabrik_ros.render /tmp/spider.npz -o docs/images/spider.png
+
+Left: a 3D view with the measured chain at a few moments of the moving phase (faded
+oldest to newest), the final stretched pose toward the out-of-reach target, the target
+paths (dashed) and the measured tip paths. Right: the measured tip's distance from its
+target over time, per phase. Needs matplotlib (``pip install matplotlib``); no ROS.
+"""
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from matplotlib.figure import Figure  # no pyplot: no display or GUI backend involved
+import numpy as np
+
+SNAPSHOTS = 5  # poses drawn along the moving phase
+SMOOTHING = 0.25  # seconds of the error plot's rolling median
+PHASE_COLOURS = ('#e8f1fb', '#eef7ea', '#fbeaea')  # moving, holding, out of reach
+CHAIN_COLOUR = '#1f4e79'
+STRETCHED_COLOUR = '#c0392b'
+TARGET_COLOUR = '#e67e22'
+TIP_COLOUR = '#27ae60'
+
+
+def link_segments(joint_positions: np.ndarray, joint_parents: np.ndarray,
+                  effector_positions: np.ndarray,
+                  effector_parents: np.ndarray) -> list[np.ndarray]:
+    """Return the (2, 3) segments of one pose: parent joint (or base origin) to child."""
+    def anchor(parent: int) -> np.ndarray:
+        return joint_positions[parent] if parent >= 0 else np.zeros(3)
+
+    return ([np.array([anchor(p), point]) for p, point in zip(joint_parents, joint_positions)]
+            + [np.array([anchor(p), point])
+               for p, point in zip(effector_parents, effector_positions)])
+
+
+def draw_pose(ax, run: dict, index: int, colour: str, alpha: float) -> None:
+    """Draw the chain of sample ``index``: links, joints and tips."""
+    joints, tips = run['joint_positions'][index], run['effector_positions'][index]
+    for segment in link_segments(joints, run['joint_parents'], tips, run['effector_parents']):
+        ax.plot(*segment.T, color=colour, alpha=alpha, linewidth=2.5, solid_capstyle='round')
+    ax.scatter(*joints.T, color=colour, alpha=alpha, s=12, depthshade=False)
+    ax.scatter(*tips.T, color=colour, alpha=alpha, s=18, marker='s', depthshade=False)
+
+
+def draw_scene(ax, run: dict) -> None:
+    """Draw the 3D view: poses, target and tip paths, the out-of-reach target."""
+    phase = run['phase']
+    moving = np.flatnonzero(phase == 0)
+    for rank, index in enumerate(moving[np.linspace(0, len(moving) - 1, SNAPSHOTS).astype(int)]):
+        draw_pose(ax, run, index, CHAIN_COLOUR, 0.25 + 0.6 * rank / max(SNAPSHOTS - 1, 1))
+    draw_pose(ax, run, len(phase) - 1, STRETCHED_COLOUR, 0.9)
+    on_path = phase < 2
+    for effector in range(run['targets'].shape[1]):
+        ax.plot(*run['effector_positions'][on_path, effector].T, color=TIP_COLOUR,
+                linewidth=3.0, alpha=0.5, label='measured tip' if effector == 0 else None)
+        ax.plot(*run['targets'][on_path, effector].T, '--', color=TARGET_COLOUR, linewidth=1.2,
+                label='target path' if effector == 0 else None)
+    beyond = run['targets'][-1]
+    ax.scatter(*beyond.T, color=STRETCHED_COLOUR, marker='x', s=60, depthshade=False,
+               label='out-of-reach target')
+    ax.scatter([0.0], [0.0], [0.0], color='black', marker='^', s=40, label='base')
+    points = np.concatenate([run['joint_positions'].reshape(-1, 3), beyond, np.zeros((1, 3))])
+    low, high = points.min(axis=0), points.max(axis=0)
+    ax.set_box_aspect(np.maximum(high - low, 1e-3))
+    ax.set_xlabel('x [m]')
+    ax.set_ylabel('y [m]')
+    ax.set_zlabel('z [m]')
+    ax.legend(loc='upper left', fontsize=8)
+
+
+def rolling_median(values: np.ndarray, window: int) -> np.ndarray:
+    """Return the median of each value and up to ``window - 1`` before it."""
+    return np.array([np.median(values[max(0, i - window + 1):i + 1])
+                     for i in range(len(values))])
+
+
+def draw_errors(ax, run: dict) -> None:
+    """Draw the measured tip error over time (max over effectors), phases shaded."""
+    t, phase = run['t'], run['phase']
+    errors = 1e3 * np.max(
+        np.linalg.norm(run['effector_positions'] - run['targets'], axis=2), axis=1)
+    for index, name in enumerate(run['phase_names']):
+        inside = t[phase == index]
+        if len(inside):
+            ax.axvspan(inside[0], inside[-1], color=PHASE_COLOURS[index], label=str(name))
+    floor = 1e-4  # mm: exact hits would vanish from a log axis
+    window = max(1, int(SMOOTHING / np.median(np.diff(t)))) if len(t) > 1 else 1
+    ax.semilogy(t, np.maximum(errors, floor), color=CHAIN_COLOUR, linewidth=0.5, alpha=0.35,
+                label='each sample')
+    ax.semilogy(t, np.maximum(rolling_median(errors, window), floor), color=CHAIN_COLOUR,
+                linewidth=1.8, label=f'median over {SMOOTHING:g} s')
+    ax.annotate(f'{errors[-1]:.0f} mm left: out of reach', (t[-1], errors[-1]),
+                xytext=(-10, -18), textcoords='offset points', ha='right', fontsize=8)
+    ax.set_xlabel('time [s]')
+    ax.set_ylabel('measured tip to target [mm]')
+    ax.grid(True, which='major', alpha=0.4)
+    ax.legend(loc='upper left', fontsize=8)
+
+
+def render(recording: Path, output: Path) -> None:
+    """Render ``recording`` (an .npz from ``fabrik_ros.demo --record``) to ``output``."""
+    with np.load(recording) as data:
+        run = {key: data[key] for key in data.files}
+    figure = Figure(figsize=(13, 6), dpi=100)
+    grid = figure.add_gridspec(1, 2, width_ratios=(1.25, 1.0))
+    scene = figure.add_subplot(grid[0], projection='3d')
+    draw_scene(scene, run)
+    draw_errors(figure.add_subplot(grid[1]), run)
+    figure.suptitle(f'fabrik_ros demo, {run["mode"]} mode: IK node + simulated arm, '
+                    'measured over DDS')
+    figure.tight_layout()
+    figure.savefig(output)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Render a recording given on the command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('recording', type=Path, help='.npz from fabrik_ros.demo --record')
+    parser.add_argument('-o', '--output', type=Path, required=True, help='PNG to write')
+    args = parser.parse_args(argv)
+    render(args.recording, args.output)
+    print(f'wrote {args.output}')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,92 @@
+"""The main job: the demo's plan, and a short real run of ik_node + sim_arm over DDS."""
+
+import json
+from pathlib import Path
+import subprocess
+import sys
+
+from fabrik_ros.config import chain_from_parameters, load_config
+from fabrik_ros.demo import branch_lengths, MODES, TargetPlan, Tracker
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RUN_TIMEOUT = 120.0  # seconds for a short demo, node start-up on a busy machine included
+
+
+def mode_chain(mode: str):
+    """Return the chain of a mode's config file."""
+    return chain_from_parameters(load_config(REPO / 'config' / MODES[mode]), REPO)
+
+
+@pytest.mark.parametrize('mode', sorted(MODES))
+def test_plan_moves_holds_then_leaves_every_reach(mode: str) -> None:
+    """Smooth paths first, then a hold, then targets no pose can reach."""
+    chain = mode_chain(mode)
+    plan = TargetPlan.for_mode(chain, mode, 8.0)
+    assert plan.duration == 8.0
+    times = np.arange(0.0, plan.moving_time, 0.02)
+    path = np.array([plan.targets(t) for t in times])
+    assert path.shape == (len(times), len(chain.effectors), 3)
+    assert np.max(np.linalg.norm(np.diff(path, axis=0), axis=2)) < 0.01, 'no jumps'
+    assert np.ptp(path, axis=0).max() > 0.02, 'the targets move'
+    hold = plan.moving_time + 0.5
+    assert plan.phase(hold) == 1
+    assert np.array_equal(plan.targets(hold), plan.targets(plan.moving_time))
+    assert plan.phase(plan.duration - 0.1) == 2
+    _, bounds = branch_lengths(chain)
+    distances = np.linalg.norm(plan.targets(plan.duration - 0.1), axis=1)
+    assert np.all(distances > bounds), 'out-of-reach targets lie beyond every tip'
+
+
+def test_spider_steps_in_a_tripod_gait() -> None:
+    """Alternate legs are half a step cycle apart."""
+    plan = TargetPlan.for_mode(mode_chain('spider'), 'spider', 8.0)
+    assert np.allclose(plan.phases % (2 * np.pi), [0, np.pi] * 3)
+
+
+def test_tracker_scores_commands_against_recent_targets() -> None:
+    """A command answering the previous target counts as exact; the tip error is real."""
+    chain = mode_chain('single')
+    tracker = Tracker(chain)
+    q = chain.neutral()
+    tip = chain.tip_position(q)
+    tracker.sent(tip[np.newaxis])
+    tracker.sent(tip[np.newaxis] + [0.0, 0.0, 0.01])
+    tracker.command(q, 0)
+    assert tracker.ik_errors[0] == [0.0]
+    tracker.measured(q, 0)
+    assert tracker.arm_errors[0] == [pytest.approx(0.01)]
+
+
+def test_single_mode_demo_tracks_the_figure_eight_and_reports_out_of_reach(
+        tmp_path: Path) -> None:
+    """A short real run: the commands hit the moving targets, the arm follows and settles."""
+    summary_path, recording = tmp_path / 'summary.json', tmp_path / 'run.npz'
+    process = subprocess.run(
+        [sys.executable, '-m', 'fabrik_ros.demo', '--mode', 'single', '--duration', '7',
+         '--summary-json', str(summary_path), '--record', str(recording)],
+        cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    output = process.stdout + process.stderr
+    assert process.returncode == 0, output
+    assert 'summary (single, 7.0 s)' in process.stdout
+    summary = json.loads(summary_path.read_text())
+    # The IK node's commands put the tip on each moving target (FK of the commanded joints).
+    assert summary['commands_scored'] > 100, output
+    assert summary['ik_error_mm']['median'] < 1.0 and summary['ik_error_mm']['max'] < 1.0
+    assert summary['reached_fraction'] == 1.0
+    # The velocity-limited arm lags the moving target a little, and arrives once it holds.
+    assert summary['arm_error_mm']['median'] < 5.0, output
+    assert summary['arm_error_holding_mm'] < 1.0, output
+    # Out of reach: reported as such, stretched toward it, the remaining distance agrees.
+    beyond = summary['out_of_reach']
+    assert beyond['node_reached'] is False
+    assert beyond['remaining_m'] > 0.2 * beyond['reach_bound_m']
+    assert beyond['node_remaining_m'] == pytest.approx(beyond['remaining_m'], abs=0.005)
+    assert 'out of reach        unreachable' in process.stdout
+
+    pytest.importorskip('matplotlib', reason='matplotlib draws the pictures')
+    picture = tmp_path / 'run.png'
+    subprocess.run([sys.executable, '-m', 'fabrik_ros.render', str(recording), '-o',
+                    str(picture)], cwd=REPO, check=True, timeout=RUN_TIMEOUT)
+    assert picture.read_bytes().startswith(b'\x89PNG') and picture.stat().st_size > 20_000
