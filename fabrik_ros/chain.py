@@ -47,8 +47,9 @@ def rotation_from_rpy(rpy: Sequence[float]) -> np.ndarray:
 def rpy_from_rotation(rotation: np.ndarray) -> np.ndarray:
     """Return URDF roll/pitch/yaw (3,) radians of a (3, 3) rotation (roll = 0 at gimbal lock)."""
     r = np.asarray(rotation, dtype=float)
-    pitch = math.asin(max(-1.0, min(1.0, -r[2, 0])))
-    if abs(r[2, 0]) < 1.0 - 1e-12:
+    cos_pitch = math.hypot(r[0, 0], r[1, 0])
+    pitch = math.atan2(-r[2, 0], cos_pitch)  # atan2, not asin: exact near +-pi/2 too
+    if cos_pitch > 1e-12:
         roll = math.atan2(r[2, 1], r[2, 2])
         yaw = math.atan2(r[1, 0], r[0, 0])
     else:  # pitch = +-pi/2: only yaw -+ roll is defined; put it all in yaw
@@ -201,7 +202,8 @@ class Chain:
         self.effector_names = [effector.name for effector in self.effectors]
         self.link_names = [joint.link or f'{joint.name}_link' for joint in self.joints]
         _check_unique(self.joint_names, 'joint')
-        _check_unique([base_link] + self.link_names + self.effector_names, 'link')
+        _check_unique([base_link] + self.link_names
+                      + [e.name for e in self.effectors if not self._is_joint_link(e)], 'link')
 
         self.lower = _frozen_array([joint.lower for joint in self.joints])
         self.upper = _frozen_array([joint.upper for joint in self.joints])
@@ -331,6 +333,20 @@ class Chain:
                               turn @ mount.rotation)
             effectors.append(limb.build(joints, f'leg{k + 1}_', leg_mount, tip))
         return cls(base_link, joints, effectors)
+
+    def _is_joint_link(self, effector: Effector) -> bool:
+        """
+        Return True when the effector is its parent joint's own child link.
+
+        URDF tips are often the child link of the last movable joint (offset zero); such an
+        effector shares the link's name. Any other name clash is an error.
+        """
+        if effector.parent < 0 or effector.name != self.link_names[effector.parent]:
+            return False
+        if np.any(effector.offset != 0.0) or np.any(effector.rotation != np.eye(3)):
+            raise ChainError(f"effector '{effector.name}' is named like the link of joint "
+                             f"'{self.joint_names[effector.parent]}' but is offset from it")
+        return True
 
     def __repr__(self) -> str:
         """Return a short summary: base, joint count, effectors."""
@@ -497,12 +513,16 @@ class Chain:
                         _Pose(np.zeros(3), _rotation_from_z(joint.axis)), 'fabrik_joint')
             _add_link_cylinders(link, outgoing[index + 1], radius)
         for effector in self.effectors:
-            element = ElementTree.SubElement(robot, 'joint', name=f'{effector.name}_fixed',
-                                             type='fixed')
-            ElementTree.SubElement(element, 'parent', link=frame_links[effector.parent + 1])
-            ElementTree.SubElement(element, 'child', link=effector.name)
-            _add_origin(element, _Pose(effector.offset, effector.rotation))
-            tip = ElementTree.SubElement(robot, 'link', name=effector.name)
+            if self._is_joint_link(effector):
+                tip = robot.find(f"link[@name='{effector.name}']")
+            else:
+                element = ElementTree.SubElement(robot, 'joint', type='fixed',
+                                                 name=f'{effector.name}_fixed')
+                ElementTree.SubElement(element, 'parent',
+                                       link=frame_links[effector.parent + 1])
+                ElementTree.SubElement(element, 'child', link=effector.name)
+                _add_origin(element, _Pose(effector.offset, effector.rotation))
+                tip = ElementTree.SubElement(robot, 'link', name=effector.name)
             sphere = ElementTree.Element('sphere', radius=_format([radius * 1.2]))
             _add_visual(tip, sphere, _Pose(np.zeros(3), np.eye(3)), 'fabrik_tip')
         ElementTree.indent(robot)
@@ -705,7 +725,9 @@ def _urdf_vector(element: ElementTree.Element | None, attribute: str, default: s
         values = [float(v) for v in text.split()]
     except ValueError:
         values = []
-    return _frozen_vector(values if len(values) == 3 else text, f'{what} {attribute}')
+    if len(values) != 3:
+        raise ChainError(f'{what} {attribute}: expected 3 finite numbers, got {text!r}')
+    return _frozen_vector(values, f'{what} {attribute}')
 
 
 def _urdf_float(element: ElementTree.Element, attribute: str, default: str, what: str) -> float:
