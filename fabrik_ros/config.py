@@ -151,7 +151,12 @@ def _plain_chain(params: Mapping[str, Any], base_link: str, tip_links: list[str]
         return params.get(CHAIN_PREFIX + name, CHAIN_PARAMETERS[CHAIN_PREFIX + name][0])
 
     joint_type = value('joint_type')
-    axes = {} if joint_type in ('hinge', 'two_axis') else {'segment_axes': joint_type.split()}
+    axes = {}
+    if joint_type not in ('hinge', 'two_axis'):
+        axes['segment_axes'] = joint_type.split()
+        if not axes['segment_axes'] or not set(joint_type) <= set('xyz '):
+            raise ValueError(f"{CHAIN_PREFIX}joint_type '{joint_type}': expected 'hinge', "
+                             "'two_axis' or axis letters per segment, e.g. 'z y y' or 'zy'")
     legs = value('legs')
     return Chain.from_parameters(
         value('segments'), value('segment_length'), joint_type=joint_type, **axes,
