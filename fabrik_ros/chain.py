@@ -494,7 +494,9 @@ class Chain:
         frame_links = [self.base_link] + self.link_names
 
         base = ElementTree.SubElement(robot, 'link', name=self.base_link)
-        _add_visual(base, _cylinder(radius * 2.0, radius), _Pose(np.zeros(3), np.eye(3)),
+        # A disc under the base: a plate for a chain, the body of a legged tree.
+        body_radius = max([radius * 2.0] + [float(np.hypot(*v[:2])) for v in outgoing[0]])
+        _add_visual(base, _cylinder(body_radius, radius), _Pose(np.zeros(3), np.eye(3)),
                     'fabrik_joint')
         _add_link_cylinders(base, outgoing[0], radius)
         for index, joint in enumerate(self.joints):

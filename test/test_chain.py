@@ -73,6 +73,11 @@ def random_trees(draw, max_joints: int = 7) -> Chain:
     return Chain('base', joints, effectors)
 
 
+def rounded(points) -> list[tuple[float, ...]]:
+    """Return points as sorted tuples rounded to a nanometre, to compare sets of points."""
+    return sorted(tuple(np.round(point, 9) + 0.0) for point in points)
+
+
 def reorder(q: np.ndarray, source: Chain, target: Chain) -> np.ndarray:
     """Return q of `source` as the joint vector of `target`, matching joints by name."""
     return np.array([q[source.joint_names.index(name)] for name in target.joint_names])
@@ -495,6 +500,28 @@ class TestToUrdf:
             assert {'effort', 'velocity'} <= set(limit.keys())
         revolute = robot.find("joint[@name='leg1_seg1_pitch']/limit")
         assert (revolute.get('lower'), revolute.get('upper')) == ('-1.0', '1.0')
+
+    @settings(max_examples=30, deadline=None)
+    @given(random_trees())
+    def test_link_cylinders_run_from_each_frame_to_what_hangs_from_it(self, chain):
+        robot = ElementTree.fromstring(chain.to_urdf('random'))
+        frames = [chain.base_link] + chain.link_names
+        for row, link in enumerate(frames):
+            expected = [v for v in [j.origin_xyz for j in chain.joints if j.parent + 1 == row]
+                        + [e.offset for e in chain.effectors if e.parent + 1 == row]
+                        if np.linalg.norm(v) > 1e-9]
+            ends = []
+            for visual in robot.findall(f"link[@name='{link}']/visual"):
+                cylinder = visual.find('geometry/cylinder')
+                if visual.find('material').get('name') != 'fabrik_link':
+                    continue
+                origin = visual.find('origin')
+                center = np.array(origin.get('xyz').split(), dtype=float)
+                rotation = rotation_from_rpy(np.array(origin.get('rpy').split(), dtype=float))
+                half = rotation @ [0.0, 0.0, float(cylinder.get('length')) / 2]
+                np.testing.assert_allclose(center - half, np.zeros(3), atol=1e-12)
+                ends.append(center + half)
+            assert rounded(ends) == rounded(expected)
 
     def test_limits_urdf_cannot_express_are_refused(self):
         chain = planar_arm().with_limits([-1.0, -math.inf, -1.0], [1.0, 1.0, 1.0])
