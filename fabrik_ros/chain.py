@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import math
 from typing import Iterable, Iterator, NamedTuple, Sequence
-
 import xml.etree.ElementTree as ElementTree
 
 import numpy as np
@@ -282,12 +281,13 @@ class Chain:
         joint_limit: symmetric limit in radians (inf = continuous), one for all joints or one
         per joint of a limb. max_velocity: rad/s for every joint.
 
-        The limb is mounted at mount_xyz/mount_rpy in the base link frame (e.g. mount_rpy
-        (0, -pi/2, 0) points it up). With legs=N >= 1, N copies are spaced evenly around the
-        base z axis on a body of `body_radius`: leg k (from 1) is rotated by 2 pi (k-1) / N
-        about z and mounted at body_radius along its own x, then at mount_xyz/mount_rpy. Its
-        joints are prefixed leg<k>_; its tip is leg<k>_<tip_link>, or tip_link[k-1] if a
-        sequence of N names is given.
+        The limb is mounted at mount_xyz (metres) / mount_rpy (radians) in the base link
+        frame (e.g. mount_rpy (0, -pi/2, 0) points it up). With legs=N >= 1, N copies are
+        spaced evenly around the base z axis: leg k (from 1) is mounted at
+        Rz(2 pi (k-1) / N) applied to (body_radius, 0, 0) + mount_xyz with rotation
+        Rz(2 pi (k-1) / N) @ R(mount_rpy), i.e. pointing radially outward at zero. Its joints
+        are prefixed leg<k>_; its tip is leg<k>_<tip_link>, or tip_link[k-1] if a sequence of
+        N names is given.
         """
         if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) \
                 or segments < 1:
@@ -310,6 +310,8 @@ class Chain:
             raise ChainError(f'joint_limit must be >= 0 radians (symmetric), got {limits}')
         if isinstance(legs, bool) or not isinstance(legs, (int, np.integer)) or legs < 0:
             raise ChainError(f'legs must be an integer >= 0, got {legs!r}')
+        if not (math.isfinite(body_radius) and body_radius >= 0.0):
+            raise ChainError(f'body_radius must be >= 0 metres, got {body_radius!r}')
         mount = _Pose(_frozen_vector(mount_xyz, 'mount_xyz'), rotation_from_rpy(
             _frozen_vector(mount_rpy, 'mount_rpy')))
         limb = _Limb(lengths, axes, limits, float(max_velocity))
@@ -429,6 +431,7 @@ class Chain:
         """
         Return the forward kinematics of joint angles q (n,) radians, in the base frame.
 
+        Every call returns new arrays (safe to keep, and to call from several threads).
         The position Jacobian of effector e follows directly:
         J[:, j] = cross(axes[j], effectors[e] - positions[j]) where moves_effector[e, j].
         """

@@ -431,6 +431,7 @@ class TestParameters:
         ({'joint_limit': -1.0}, 'joint_limit must be >= 0'),
         ({'joint_limit': math.nan}, 'joint_limit must be >= 0'),
         ({'legs': -1}, 'legs must be an integer >= 0'),
+        ({'legs': 2, 'body_radius': -0.1}, 'body_radius must be >= 0 metres'),
         ({'legs': 2, 'tip_link': ['a']}, r"2 legs need 2 tip links, got \['a'\]"),
         ({'tip_link': ['a', 'b']}, 'a serial chain has one tip link'),
         ({'mount_rpy': [0, 0]}, 'mount_rpy: expected 3 finite numbers'),
