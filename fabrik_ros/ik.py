@@ -1,0 +1,770 @@
+"""
+FABRIK inverse kinematics on revolute-joint chains and trees, with exact joint angles.
+
+The solver sees the model as points, FABRIK style: the base, the distinct joint origins
+(co-located joints such as a spherical wrist form one multi-axis point) and the effectors.
+One FABRIK iteration is
+
+1. a tip-to-root pass: every effector point goes to its goal (its target, or where it is if
+   it has none: it holds its pose) and each point is pulled back onto its child at the fixed
+   link length; a point with several children (a sub-base) goes to the centroid of their
+   proposals (Aristidou & Lasenby 2011, multi-end-effector scheme);
+2. a root-to-tip pass that is a forward-kinematics sweep: at each joint the angle about its
+   axis is chosen in closed form to rotate the downstream points (at their current angles)
+   as close as possible to the points of pass 1 (least squares), then clamped to the
+   limits. Angles and positions stay consistent with forward kinematics by construction,
+   so offsets off the link line are handled exactly and limits are never violated.
+
+FABRIK does the large moves; once it stops gaining fast, a damped least-squares step on the
+true kinematics (the sweep yields each joint's axis and origin, hence the position Jacobian)
+closes the last millimetres, and a solve that stalls short of a possibly reachable target
+restarts from other seeds. Every accepted step lowers the error, and the best pose is kept.
+
+Hot paths are written on plain floats: for 3-vectors and 3x3 frames this is several times
+faster in CPython than numpy calls. Frames are row-major 9-tuples in a canonical form whose
+local z axis is the joint axis, so a joint rotation is a 2D rotation of two columns.
+The module imports numpy and the standard library only. Units: metres, radians.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+import math
+from operator import mul
+from typing import NamedTuple
+
+from fabrik_ros.chain import Chain
+import numpy as np
+
+ROOT_MODES = ('pinned', 'free')
+FIT_MODES = ('chain', 'next')
+
+_TWO_PI = 2.0 * math.pi
+_IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+_FAR_WEIGHT = 1e-3      # fit 'next': weight of points beyond the next (they break ties)
+_COLOCATED = 1e-9       # metres: joint origins closer than this form one point
+_ON_AXIS = 1e-12        # m^2: a weaker fit means the points lie on the axis; keep the angle
+# Levenberg-Marquardt damping of the closing step, as a multiple of the squared error: large
+# far from the target (short, safe steps), vanishing near it (Newton's quadratic finish).
+_DAMPING_START = 0.1
+_DAMPING_MIN = 1e-3
+_DAMPING_MAX = 1e8      # beyond this no step lowers the error: the closing step has stalled
+# A closing step gaining less than _STALL tolerances plus _STALL_RELATIVE of the error has
+# stalled: 1 um at the default tolerance, 10 um more per metre an unreachable target is away.
+_STALL = 1e-2
+_STALL_RELATIVE = 1e-5
+_RESTART_SEED = 20111   # fixed, so solves are reproducible
+
+
+@dataclass
+class IkResult:
+    """
+    Outcome of one solve.
+
+    q: (n,) radians, always within the joint limits. effector_positions: (m, 3) metres in
+    the base frame, FK(q) (with base_position added for a free root). errors: (m,) metres
+    from each effector to its target, NaN where it had none; error: their maximum.
+    history: the error (root-sum-square over effectors with a target or a held pose,
+    metres) of the best pose so far after the seed and after each iteration, so it never
+    grows; trace: the matching joint vectors when solve(..., trace=True).
+    """
+
+    q: np.ndarray
+    error: float
+    errors: np.ndarray
+    iterations: int
+    reached: bool
+    base_position: np.ndarray
+    effector_positions: np.ndarray
+    fabrik_iterations: int = 0      # accepted FABRIK iterations, all attempts
+    closing_steps: int = 0          # accepted damped least-squares steps, all attempts
+    restarts: int = 0               # attempts from other seeds after a stall
+    initial_error: float = 0.0      # metres, at the seed (max over targets)
+    fabrik_error: float = 0.0       # metres, after the first attempt's FABRIK stage
+    history: list[float] = field(default_factory=list)
+    trace: list[np.ndarray] = field(default_factory=list)
+
+
+class _State(NamedTuple):
+    """A pose and its forward kinematics, on plain floats."""
+
+    q: list[float]                  # radians
+    base: tuple[float, float, float]  # metres, the root point
+    frames: list[tuple[float, ...]]   # per joint: canonical rotation (9, row-major), origin (3)
+    points: list[tuple[float, float, float]]  # per point: position, metres
+
+
+class _Joint(NamedTuple):
+    """A joint compiled for the sweep."""
+
+    parent: int                 # parent joint index, -1 = base
+    point: int                  # index of the point at this joint's origin
+    rotation: tuple[float, ...]  # (9,) canonical parent frame -> canonical frame at q = 0
+    offset: tuple[float, float, float]  # origin in the canonical parent frame
+    lower: float
+    upper: float
+
+
+class _Effector(NamedTuple):
+    """An effector compiled for the sweep, the backward pass and the Jacobian."""
+
+    parent: int
+    point: int
+    offset: tuple[float, float, float]  # in the canonical parent frame
+    joints: tuple[int, ...]     # joints that move it, root first
+    path: tuple[int, ...]       # points from the effector up to its anchor, anchor excluded
+    along: tuple[float, ...]    # metres, each path point's distance from the anchor, unbent
+    anchor: int                 # the point that stays put when the root is pinned
+    reach: float                # metres, path length from the anchor: farther is unreachable
+
+
+def _axis_frame(axis: np.ndarray) -> np.ndarray:
+    """Return a rotation (3, 3) whose third column is the unit axis."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = np.cross(helper, axis)
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(axis, x), axis])
+
+
+def _floats(array: np.ndarray) -> tuple[float, ...]:
+    """Return a numpy array's entries, row-major, as a tuple of floats."""
+    return tuple(float(v) for v in np.ravel(array))
+
+
+class _Tree:
+    """
+    The chain compiled for the solver: canonical frames and the point tree.
+
+    Canonical frame of joint j: its URDF frame (after the rotation) times C_j, where C_j's z
+    column is the joint axis; a rotation by q is then Rz(q). Point 0 is the base origin.
+    """
+
+    def __init__(self, chain: Chain) -> None:
+        canonical = [_axis_frame(joint.axis) for joint in chain.joints]
+        identity = np.eye(3)
+        point_of_joint: list[int] = []
+        parent_point = [-1]
+        length = [0.0]
+        joints_above: list[tuple[int, ...]] = []   # per joint: itself and its ancestors
+        self.joints: list[_Joint] = []
+        self.root_rigid: set[int] = set()   # points fixed to the base link (no joint between)
+        for joint in chain.joints:
+            up = canonical[joint.parent] if joint.parent >= 0 else identity
+            above = point_of_joint[joint.parent] if joint.parent >= 0 else 0
+            distance = float(np.linalg.norm(joint.origin_xyz))
+            if distance < _COLOCATED:
+                point = above
+            else:
+                point = len(parent_point)
+                parent_point.append(above)
+                length.append(distance)
+                if joint.parent < 0:
+                    self.root_rigid.add(point)
+            point_of_joint.append(point)
+            ancestors = joints_above[joint.parent] if joint.parent >= 0 else ()
+            joints_above.append(ancestors + (len(joints_above),))
+            rotation = up.T @ joint.origin_rotation @ canonical[len(self.joints)]
+            self.joints.append(_Joint(joint.parent, point, _floats(rotation),
+                                      _floats(up.T @ joint.origin_xyz), joint.lower,
+                                      joint.upper))
+        self.effectors: list[_Effector] = []
+        for effector in chain.effectors:
+            up = canonical[effector.parent] if effector.parent >= 0 else identity
+            point = len(parent_point)
+            if effector.parent < 0:
+                self.root_rigid.add(point)
+            parent_point.append(point_of_joint[effector.parent] if effector.parent >= 0 else 0)
+            length.append(float(np.linalg.norm(effector.offset)))
+            joints = joints_above[effector.parent] if effector.parent >= 0 else ()
+            anchor = point_of_joint[joints[0]] if joints else 0
+            path = [point] if joints else []    # on the base link nothing moves it
+            while path and parent_point[path[-1]] != anchor:
+                path.append(parent_point[path[-1]])
+            along = np.cumsum([length[k] for k in reversed(path)])[::-1]
+            self.effectors.append(_Effector(
+                effector.parent, point, _floats(up.T @ effector.offset), joints,
+                tuple(path), tuple(along.tolist()), anchor, float(along[0]) if path else 0.0))
+        self.n_points = len(parent_point)
+        self.children: list[list[tuple[int, float]]] = [[] for _ in parent_point]
+        for point in range(1, self.n_points):
+            self.children[parent_point[point]].append((point, length[point]))
+        # Joint points (not the root, not effectors), children before parents.
+        effector_points = {effector.point for effector in self.effectors}
+        self.inner_points = [k for k in range(self.n_points - 1, 0, -1)
+                             if k not in effector_points]
+        # Per joint, (point, weight) of the downstream points its angle is fitted to.
+        # whole_fit: the whole downstream chain, the better compromise when the FABRIK points
+        # are not a pose the joints can take exactly (reachable targets).
+        # next_fit: essentially the next points, the classic FABRIK forward pass; exact and
+        # fast when they are (a chain laid straight toward an out-of-reach target). Farther
+        # points keep a small weight to decide joints whose next point lies on their axis.
+        moved_by = self._moved_by(point_of_joint, joints_above)
+        self.whole_fit: list[tuple[tuple[int, float], ...]] = []
+        self.next_fit: list[tuple[tuple[int, float], ...]] = []
+        for index, joint in enumerate(self.joints):
+            points = [k for k, movers in enumerate(moved_by) if index in movers]
+            self.whole_fit.append(tuple((k, 1.0) for k in points))
+            self.next_fit.append(tuple(
+                (k, 1.0 if parent_point[k] == joint.point else _FAR_WEIGHT) for k in points))
+
+    def _moved_by(self, point_of_joint: list[int],
+                  joints_above: list[tuple[int, ...]]) -> list[set[int]]:
+        """Return per point the joints whose rotation moves it."""
+        moved_by: list[set[int]] = [set() for _ in range(self.n_points)]
+        for index, point in enumerate(point_of_joint):
+            moved_by[point] = {j for j in joints_above[index] if point_of_joint[j] != point}
+        for effector in self.effectors:
+            moved_by[effector.point] = set(effector.joints)
+        return moved_by
+
+    def sweep(self, q: list[float], base: tuple[float, float, float],
+              desired: list[tuple[float, float, float]] | None = None,
+              old: _State | None = None,
+              fits: list[tuple[tuple[int, float], ...]] | None = None) -> _State:
+        """
+        Run forward kinematics root to tips; with `desired` points, choose angles on the way.
+
+        Without `desired` this is plain FK of q (radians) from the root point `base`
+        (metres). With it, `old` (the state the desired points were made from) and `fits`
+        (per joint, weighted points, see whole_fit), each joint takes the in-limit angle
+        that best rotates its fit points, rigid below it as in `old`, onto their desired
+        points: FABRIK's root-to-tip pass.
+        """
+        q = list(q)
+        frames: list[tuple[float, ...]] = []
+        points = [base] * self.n_points
+        for index, (parent, point, b, t, lower, upper) in enumerate(self.joints):
+            if parent < 0:
+                k0, k1, k2, k3, k4, k5, k6, k7, k8 = _IDENTITY
+                px, py, pz = base
+            else:
+                k0, k1, k2, k3, k4, k5, k6, k7, k8, px, py, pz = frames[parent]
+            tx, ty, tz = t
+            px, py, pz = (px + k0 * tx + k1 * ty + k2 * tz, py + k3 * tx + k4 * ty + k5 * tz,
+                          pz + k6 * tx + k7 * ty + k8 * tz)
+            b0, b1, b2, b3, b4, b5, b6, b7, b8 = b
+            h0, h1, h2 = k0 * b0 + k1 * b3 + k2 * b6, k0 * b1 + k1 * b4 + k2 * b7, \
+                k0 * b2 + k1 * b5 + k2 * b8
+            h3, h4, h5 = k3 * b0 + k4 * b3 + k5 * b6, k3 * b1 + k4 * b4 + k5 * b7, \
+                k3 * b2 + k4 * b5 + k5 * b8
+            h6, h7, h8 = k6 * b0 + k7 * b3 + k8 * b6, k6 * b1 + k7 * b4 + k8 * b7, \
+                k6 * b2 + k7 * b5 + k8 * b8
+            angle = q[index]
+            if desired is not None:
+                angle = _fit_angle(angle, lower, upper, (h0, h3, h6, h1, h4, h7), (px, py, pz),
+                                   old.frames[index], old.points, desired, fits[index])
+                q[index] = angle
+            c, s = math.cos(angle), math.sin(angle)
+            frames.append((c * h0 + s * h1, c * h1 - s * h0, h2, c * h3 + s * h4,
+                           c * h4 - s * h3, h5, c * h6 + s * h7, c * h7 - s * h6, h8,
+                           px, py, pz))
+            points[point] = (px, py, pz)
+        for parent, point, t, *_ in self.effectors:
+            if parent < 0:
+                k0, k1, k2, k3, k4, k5, k6, k7, k8 = _IDENTITY
+                px, py, pz = base
+            else:
+                k0, k1, k2, k3, k4, k5, k6, k7, k8, px, py, pz = frames[parent]
+            tx, ty, tz = t
+            points[point] = (px + k0 * tx + k1 * ty + k2 * tz, py + k3 * tx + k4 * ty + k5 * tz,
+                             pz + k6 * tx + k7 * ty + k8 * tz)
+        return _State(q, base, frames, points)
+
+    def stretched(self, targets: list[tuple[float, float, float] | None], state: _State,
+                  tolerance: float) -> tuple[dict[int, tuple[float, float, float]], float]:
+        """
+        Return where the points of out-of-reach targets go, and the summed shortfall.
+
+        FABRIK's rule for a target beyond the reach of its effector (by more than the
+        tolerance, metres): lay the path from the anchor (pinned) straight toward the
+        target. Returns point -> desired position
+        (averaged where paths share a point) and sqrt(sum of squared distances, metres, by
+        which targets lie beyond reach): a lower bound of the solver's error.
+        """
+        sums: dict[int, tuple[float, float, float, int]] = {}
+        beyond = 0.0
+        for target, effector in zip(targets, self.effectors):
+            if target is None or not effector.path:
+                continue
+            ax, ay, az = state.points[effector.anchor]
+            distance = math.dist(target, (ax, ay, az))
+            if distance <= effector.reach + tolerance:
+                continue
+            beyond += (distance - effector.reach) ** 2
+            ux, uy, uz = ((t - a) / distance for t, a in zip(target, (ax, ay, az)))
+            for point, along in zip(effector.path, effector.along):
+                sx, sy, sz, count = sums.get(point, (0.0, 0.0, 0.0, 0))
+                sums[point] = (sx + ax + along * ux, sy + ay + along * uy,
+                               sz + az + along * uz, count + 1)
+        stretch = {point: (sx / count, sy / count, sz / count)
+                   for point, (sx, sy, sz, count) in sums.items()}
+        return stretch, math.sqrt(beyond)
+
+    def reach_back(self, state: _State, goals: list[tuple[float, float, float]],
+                   stretch: dict[int, tuple[float, float, float]], free_root: bool
+                   ) -> tuple[list[tuple[float, float, float]], tuple[float, float, float]]:
+        """
+        Run FABRIK's tip-to-root pass; return the desired points and the root position.
+
+        goals: per effector, metres. stretch: fixed desired points for targets out of
+        reach (see stretched()). A pinned root stays; a free root follows its children
+        like the end of a rope.
+        """
+        points = state.points
+        desired = list(points)
+        for effector, goal in zip(self.effectors, goals):
+            desired[effector.point] = goal
+        for point, position in stretch.items():
+            desired[point] = position
+        for point in self.inner_points:
+            if point in stretch:
+                continue
+            ax, ay, az = points[point]
+            sx = sy = sz = 0.0
+            children = self.children[point]
+            for child, length in children:
+                cx, cy, cz = desired[child]
+                dx, dy, dz = ax - cx, ay - cy, az - cz
+                distance = math.sqrt(dx * dx + dy * dy + dz * dz)
+                scale = length / distance if distance > 0.0 else 0.0
+                sx += cx + scale * dx
+                sy += cy + scale * dy
+                sz += cz + scale * dz
+            count = len(children)
+            desired[point] = (sx / count, sy / count, sz / count)
+        base = state.base
+        if free_root:
+            bx, by, bz = base
+            sx = sy = sz = 0.0
+            children = self.children[0]
+            for child, length in children:
+                cx, cy, cz = desired[child]
+                if child in self.root_rigid:    # hangs rigidly: the root translates with it
+                    ox, oy, oz = points[child]
+                    sx, sy, sz = sx + bx + cx - ox, sy + by + cy - oy, sz + bz + cz - oz
+                    continue
+                dx, dy, dz = bx - cx, by - cy, bz - cz
+                distance = math.sqrt(dx * dx + dy * dy + dz * dz)
+                scale = length / distance if distance > 0.0 else 0.0
+                sx, sy, sz = sx + cx + scale * dx, sy + cy + scale * dy, sz + cz + scale * dz
+            count = len(children)
+            base = (sx / count, sy / count, sz / count)
+        return desired, base
+
+    def jacobian(self, state: _State, free_root: bool) -> list[list[float]]:
+        """
+        Return the position Jacobian rows (3 per effector) in metres per radian.
+
+        Columns: the n joints, then the root's x, y, z when it is free.
+        """
+        n = len(self.joints)
+        width = n + 3 if free_root else n
+        rows = []
+        for effector in self.effectors:
+            ex, ey, ez = state.points[effector.point]
+            row_x, row_y, row_z = [0.0] * width, [0.0] * width, [0.0] * width
+            for j in effector.joints:
+                frame = state.frames[j]
+                ax, ay, az = frame[2], frame[5], frame[8]
+                lx, ly, lz = ex - frame[9], ey - frame[10], ez - frame[11]
+                row_x[j] = ay * lz - az * ly
+                row_y[j] = az * lx - ax * lz
+                row_z[j] = ax * ly - ay * lx
+            if free_root:
+                row_x[n], row_y[n + 1], row_z[n + 2] = 1.0, 1.0, 1.0
+            rows += [row_x, row_y, row_z]
+        return rows
+
+
+def _fit_angle(current: float, lower: float, upper: float, columns: tuple[float, ...],
+               origin: tuple[float, float, float], old_frame: tuple[float, ...],
+               old_points: list[tuple[float, float, float]],
+               desired: list[tuple[float, float, float]],
+               fit_points: tuple[tuple[int, float], ...]) -> float:
+    """
+    Return the in-limit angle that best rotates the fit points onto their desired points.
+
+    columns: x and y columns of the joint's frame at angle 0 (new upstream angles), origin:
+    its new origin; old_frame: its frame and origin in the state the points come from.
+    Each point's coordinates g in the old rotating frame are rigid below the joint; at angle
+    theta it sits at origin + H Rz(theta) g. Maximising sum (Rz g) . w over the points, with
+    w the desired point in H, gives theta = atan2(sum gx wy - gy wx, sum gx wx + gy wy), the
+    closed-form least-squares rotation. Points on the axis say nothing: keep the angle.
+    """
+    hx0, hx1, hx2, hy0, hy1, hy2 = columns
+    px, py, pz = origin
+    k0, k1, _, k3, k4, _, k6, k7, _, ox, oy, oz = old_frame
+    num = den = 0.0
+    for point, weight in fit_points:
+        vx, vy, vz = old_points[point]
+        vx, vy, vz = vx - ox, vy - oy, vz - oz
+        gx = k0 * vx + k3 * vy + k6 * vz
+        gy = k1 * vx + k4 * vy + k7 * vz
+        dx, dy, dz = desired[point]
+        dx, dy, dz = dx - px, dy - py, dz - pz
+        wx = weight * (hx0 * dx + hx1 * dy + hx2 * dz)
+        wy = weight * (hy0 * dx + hy1 * dy + hy2 * dz)
+        num += gx * wy - gy * wx
+        den += gx * wx + gy * wy
+    if num * num + den * den <= _ON_AXIS * _ON_AXIS:
+        return current
+    return _limited_angle(math.atan2(num, den), current, lower, upper)
+
+
+def _limited_angle(best: float, current: float, lower: float, upper: float) -> float:
+    """
+    Return the angle in [lower, upper] closest in effect to `best` (radians).
+
+    Of the turns best + 2 pi k inside the limits, take the one nearest `current` (no
+    needless full turns, for continuous joints too); when none is inside, take the limit
+    angularly closer to best: the fit's objective is a cosine around best.
+    """
+    angle = current + math.remainder(best - current, _TWO_PI)
+    if angle < lower:
+        angle += _TWO_PI * math.ceil((lower - angle) / _TWO_PI)
+    elif angle > upper:
+        angle -= _TWO_PI * math.ceil((angle - upper) / _TWO_PI)
+    if lower <= angle <= upper:
+        return angle
+    return lower if math.cos(lower - best) >= math.cos(upper - best) else upper
+
+
+def _damped_least_squares(rows: list[list[float]], residual: list[float],
+                          damping: float) -> list[float]:
+    """
+    Return dx = J^T (J J^T + damping I)^-1 r for a short wide J given by its rows.
+
+    damping > 0 keeps the system positive definite at singular poses (stretched arms).
+    One effector gives a 3x3 system, solved in closed form on plain floats (several times
+    faster than numpy at this size); trees with several effectors use numpy.
+    """
+    if len(rows) == 3:
+        jx, jy, jz = rows
+        a = sum(map(mul, jx, jx)) + damping
+        b = sum(map(mul, jx, jy))
+        c = sum(map(mul, jx, jz))
+        d = sum(map(mul, jy, jy)) + damping
+        e = sum(map(mul, jy, jz))
+        f = sum(map(mul, jz, jz)) + damping
+        # Inverse of the symmetric [[a, b, c], [b, d, e], [c, e, f]] by its adjugate.
+        i00, i01, i02 = d * f - e * e, c * e - b * f, b * e - c * d
+        i11, i12, i22 = a * f - c * c, b * c - a * e, a * d - b * b
+        det = a * i00 + b * i01 + c * i02
+        rx, ry, rz = residual
+        yx = (i00 * rx + i01 * ry + i02 * rz) / det
+        yy = (i01 * rx + i11 * ry + i12 * rz) / det
+        yz = (i02 * rx + i12 * ry + i22 * rz) / det
+        return [x * yx + y * yy + z * yz for x, y, z in zip(jx, jy, jz)]
+    jacobian = np.array(rows)
+    system = jacobian @ jacobian.T
+    system.flat[::len(rows) + 1] += damping
+    return (np.linalg.solve(system, residual) @ jacobian).tolist()
+
+
+class IkSolver:
+    """
+    FABRIK inverse kinematics for a Chain: one or several effectors, pinned or free root.
+
+    tolerance: metres; a solve stops when every effector with a target (or a held pose) is
+    this close. max_iterations: FABRIK iterations plus closing steps per attempt.
+    root: 'pinned' (the base stays) or 'free' (the base slides toward the targets like the
+    end of a rope; result.base_position says where it went).
+    fit: which downstream points a joint's angle brings onto the FABRIK points for a
+    reachable target: 'chain' (the whole downstream chain, default) or 'next' (the next
+    points, the classic forward pass). Out-of-reach targets always use 'next'.
+    fabrik_gain: FABRIK continues while an iteration cuts the error below this fraction of
+    the previous error; after that the closing step takes over. closing_radius: metres;
+    from an error this small the closing step starts at once (default: 2 % of the reach).
+    max_restarts: attempts from other seeds when a solve stalls short of a target that may
+    be reachable.
+    """
+
+    def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
+                 root: str = 'pinned', *, fit: str = 'chain', fabrik_gain: float = 0.8,
+                 closing_radius: float | None = None, max_restarts: int = 24) -> None:
+        if not (math.isfinite(tolerance) and tolerance > 0.0):
+            raise ValueError(f'tolerance must be a positive number of metres, got {tolerance}')
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) \
+                or max_iterations < 1:
+            raise ValueError(f'max_iterations must be a positive integer, got {max_iterations!r}')
+        if root not in ROOT_MODES:
+            raise ValueError(f'root must be one of {ROOT_MODES}, got {root!r}')
+        if fit not in FIT_MODES:
+            raise ValueError(f'fit must be one of {FIT_MODES}, got {fit!r}')
+        if not 0.0 < fabrik_gain < 1.0:
+            raise ValueError(f'fabrik_gain must be in (0, 1), got {fabrik_gain}')
+        if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) \
+                or max_restarts < 0:
+            raise ValueError(f'max_restarts must be an integer >= 0, got {max_restarts!r}')
+        self.chain = chain
+        self.tolerance = float(tolerance)
+        self.max_iterations = max_iterations
+        self.root = root
+        self.fabrik_gain = float(fabrik_gain)
+        self._tree = _Tree(chain)
+        self._fits = self._tree.whole_fit if fit == 'chain' else self._tree.next_fit
+        reach = max(effector.reach for effector in self._tree.effectors)
+        if closing_radius is None:
+            closing_radius = 0.02 * reach
+        if not (math.isfinite(closing_radius) and closing_radius >= 0.0):
+            raise ValueError(f'closing_radius must be >= 0 metres, got {closing_radius}')
+        self.closing_radius = float(closing_radius)
+        self._effector_index = {name: i for i, name in enumerate(chain.effector_names)}
+        self._lower = [float(v) for v in chain.lower]
+        self._upper = [float(v) for v in chain.upper]
+        rng = np.random.default_rng(_RESTART_SEED)
+        low = np.maximum(chain.lower, -math.pi)
+        high = np.minimum(chain.upper, math.pi)
+        self._restart_seeds = [rng.uniform(low, np.maximum(low, high)).tolist()
+                               for _ in range(max_restarts)]
+
+    # ------------------------------------------------------------------ input
+
+    def _targets(self, target: object) -> list[tuple[float, float, float] | None]:
+        """Return per effector its target (metres) or None; ValueError on bad input."""
+        m = len(self._tree.effectors)
+        names = self.chain.effector_names
+        rows: list[tuple[float, float, float] | None] = [None] * m
+        if isinstance(target, Mapping):
+            for name, value in target.items():
+                if name not in self._effector_index:
+                    raise ValueError(f'unknown effector {name!r}; the chain has {names}')
+                rows[self._effector_index[name]] = _point(value, f'target for {name!r}')
+        else:
+            array = np.asarray(target, dtype=float)
+            if array.shape == (3,) and m == 1:
+                rows[0] = _point(array, 'target')
+            elif array.shape == (m, 3):
+                for index, row in enumerate(array):
+                    if not np.all(np.isnan(row)):
+                        rows[index] = _point(row, f'target for {names[index]!r}')
+            else:
+                raise ValueError(
+                    f'target has shape {array.shape}; expected (3,) for a single effector, '
+                    f'({m}, 3) with NaN rows for effectors without a target, or a mapping '
+                    f'of effector names {names} to points')
+        if all(row is None for row in rows):
+            raise ValueError(f'no effector has a target (effectors: {names})')
+        return rows
+
+    def _seed(self, seed: object) -> list[float]:
+        """Return the seed clipped into the limits; ValueError on a wrong or NaN seed."""
+        if seed is None:
+            return self.chain.neutral().tolist()
+        array = np.asarray(seed, dtype=float)
+        n = len(self._lower)
+        if array.shape != (n,):
+            raise ValueError(f'seed has shape {array.shape}, expected ({n},) for joints '
+                             f'{self.chain.joint_names}')
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f'seed is not finite: {array.tolist()}')
+        return np.clip(array, self.chain.lower, self.chain.upper).tolist()
+
+    # ------------------------------------------------------------------ solve
+
+    def solve(self, target: object, seed: object = None, trace: bool = False) -> IkResult:
+        """
+        Return joint angles that bring the effectors to their targets.
+
+        target: (3,) metres in the base frame for a single effector; (m, 3) with all-NaN rows
+        for effectors without a target; or a mapping effector name -> (3,). Effectors
+        without a target hold the position the seed gives them. seed: (n,) radians, clipped
+        into the limits; default chain.neutral(). An unreachable target leaves the chain
+        stretched toward it as far as the joints allow; result.error is the remaining
+        distance and reached is False. Raises ValueError on NaN/inf, wrong shapes, unknown
+        effector names, an all-NaN target or a non-finite seed.
+        """
+        targets = self._targets(target)
+        tree = self._tree
+        free_root = self.root == 'free'
+        start = tree.sweep(self._seed(seed), (0.0, 0.0, 0.0))
+        goals = [goal if goal is not None else start.points[effector.point]
+                 for goal, effector in zip(targets, tree.effectors)]
+        stretch, floor = (tree.stretched(targets, start, self.tolerance) if not free_root
+                          else ({}, 0.0))
+        fits = self._fits
+        if stretch:
+            fits = [next_fit if all(point in stretch for point, _ in whole_fit) else fit
+                    for fit, whole_fit, next_fit in zip(fits, tree.whole_fit, tree.next_fit)]
+        solve = _Solve(self, goals, floor, stretch, fits, free_root, trace)
+        solve.attempt(start)
+        for restart_seed in self._restart_seeds:
+            if solve.best_error <= self.tolerance or stretch:
+                break
+            solve.restarts += 1
+            solve.attempt(tree.sweep(restart_seed, start.base))
+        return self._result(solve.best, targets, solve)
+
+    def _result(self, state: _State, targets: list, solve: _Solve) -> IkResult:
+        """Package a final state; errors are measured from its forward kinematics."""
+        positions = np.array([state.points[e.point] for e in self._tree.effectors])
+        errors = np.array([math.dist(goal, position) if goal is not None else math.nan
+                           for goal, position in zip(targets, positions.tolist())])
+        error = float(np.nanmax(errors))
+        return IkResult(
+            q=np.array(state.q), error=error, errors=errors,
+            iterations=solve.fabrik_iterations + solve.closing_steps,
+            reached=error <= self.tolerance, base_position=np.array(state.base),
+            effector_positions=positions, fabrik_iterations=solve.fabrik_iterations,
+            closing_steps=solve.closing_steps, restarts=solve.restarts,
+            initial_error=solve.initial_error, fabrik_error=solve.fabrik_error,
+            history=solve.history, trace=solve.trace)
+
+
+def _point(value: object, what: str) -> tuple[float, float, float]:
+    """Return a finite 3-vector as floats, or raise ValueError naming it."""
+    array = np.asarray(value, dtype=float)
+    if array.shape != (3,):
+        raise ValueError(f'{what} has shape {array.shape}, expected (3,) metres')
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f'{what} is not finite: {array.tolist()}')
+    x, y, z = array.tolist()
+    return x, y, z
+
+
+class _Solve:
+    """
+    One IkSolver.solve call: the goals, the stages, the counters and the error history.
+
+    The solver minimises the sum of squared goal distances (effectors with a target, and
+    those holding their pose). `floor` is a lower bound of its root: the distances by which
+    targets lie beyond their effector's reach. FABRIK's gain and the closing step's damping
+    are measured on the excess over it, so unreachable targets converge like reachable ones.
+    """
+
+    def __init__(self, solver: IkSolver, goals: list[tuple[float, float, float]],
+                 floor: float, stretch: dict[int, tuple[float, float, float]],
+                 fits: list[tuple[tuple[int, float], ...]], free_root: bool,
+                 trace: bool) -> None:
+        self.solver = solver
+        self.tree = solver._tree
+        self.goals = goals
+        self.goal_points = [effector.point for effector in self.tree.effectors]
+        self.floor = floor
+        self.stretch = stretch
+        self.fits = fits
+        self.free_root = free_root
+        self.fabrik_iterations = 0
+        self.closing_steps = 0
+        self.restarts = 0
+        self.fabrik_error = math.nan
+        self.history: list[float] = []
+        self.trace: list[np.ndarray] | None = [] if trace else None
+        self.best: _State | None = None
+        self.best_objective = math.inf
+        self.best_error = math.inf
+        self.initial_error = math.nan
+
+    def measure(self, state: _State) -> tuple[float, float]:
+        """Return (sum of squared goal distances in m^2, largest goal distance in metres)."""
+        points = state.points
+        squares = [math.dist(goal, points[p]) ** 2
+                   for goal, p in zip(self.goals, self.goal_points)]
+        return sum(squares), math.sqrt(max(squares))
+
+    def _accept(self, state: _State, objective: float, error: float) -> None:
+        """Keep the state if it is the best so far; log the best error (and pose)."""
+        if objective < self.best_objective:
+            self.best, self.best_objective, self.best_error = state, objective, error
+        self.history.append(math.sqrt(self.best_objective))
+        if self.trace is not None:
+            self.trace.append(np.array(self.best.q))
+
+    def attempt(self, state: _State) -> None:
+        """Run FABRIK, then closing steps, from one seed state."""
+        solver = self.solver
+        tolerance = solver.tolerance
+        objective, error = self.measure(state)
+        if not self.history:
+            self.initial_error = error
+        self._accept(state, objective, error)
+        iterations = 0
+        if error > solver.closing_radius:
+            while self._open(objective, error) and iterations < solver.max_iterations:
+                desired, base = self.tree.reach_back(state, self.goals, self.stretch,
+                                                     self.free_root)
+                candidate = self.tree.sweep(state.q, base, desired, state, self.fits)
+                new_objective, new_error = self.measure(candidate)
+                if new_objective >= objective:
+                    break
+                gain = self._excess(new_objective) / self._excess(objective)
+                state, objective, error = candidate, new_objective, new_error
+                iterations += 1
+                self.fabrik_iterations += 1
+                self._accept(state, objective, error)
+                if gain > solver.fabrik_gain:
+                    break
+        if math.isnan(self.fabrik_error):
+            self.fabrik_error = error
+        damping = _DAMPING_START
+        while self._open(objective, error) and iterations < solver.max_iterations:
+            step = self._closing_step(state, objective, damping)
+            if step is None:
+                break
+            state, new_objective, damping = step
+            gained = math.sqrt(objective) - math.sqrt(new_objective)
+            objective, error = self.measure(state)
+            iterations += 1
+            self.closing_steps += 1
+            self._accept(state, objective, error)
+            if gained < _STALL * tolerance + _STALL_RELATIVE * error:
+                break
+
+    def _open(self, objective: float, error: float) -> bool:
+        """Tell whether a target is missed by more than the tolerance and can be neared."""
+        return error > self.solver.tolerance \
+            and self._excess(objective) > _STALL * self.solver.tolerance
+
+    def _excess(self, objective: float) -> float:
+        """Return how far (metres) the error is above its lower bound; > 0."""
+        return max(math.sqrt(objective) - self.floor, 1e-15)
+
+    def _closing_step(self, state: _State, objective: float, damping: float
+                      ) -> tuple[_State, float, float] | None:
+        """
+        Take one Levenberg-Marquardt step on the true kinematics, within the limits.
+
+        Joints the step would push past a limit are held at it and the step is re-solved
+        without them. Returns (state, objective, next damping), or None if no damping up
+        to _DAMPING_MAX lowers the objective.
+        """
+        tree = self.tree
+        lower, upper = self.solver._lower, self.solver._upper
+        rows = tree.jacobian(state, self.free_root)
+        # Aim at most the excess over the floor toward the targets: for a target out of
+        # reach the linear model is only good for that far, not for the whole distance.
+        excess = self._excess(objective)
+        shrink = min(1.0, excess / math.sqrt(objective))
+        residual = []
+        for goal, point in zip(self.goals, self.goal_points):
+            residual += [shrink * (g - x) for g, x in zip(goal, state.points[point])]
+        n = len(lower)
+        scale = excess ** 2
+        while damping <= _DAMPING_MAX:
+            step = _damped_least_squares(rows, residual, damping * scale)
+            q = [min(max(a + d, lo), hi) for a, d, lo, hi in zip(state.q, step, lower, upper)]
+            held = [j for j in range(n) if q[j] != state.q[j] + step[j]]
+            if held:
+                # Move those joints to their limit, then spend the rest on the others.
+                rest = list(residual)
+                free_rows = [list(row) for row in rows]
+                for j in held:
+                    moved = q[j] - state.q[j]
+                    for row, residual_row in zip(free_rows, range(len(rest))):
+                        rest[residual_row] -= row[j] * moved
+                        row[j] = 0.0
+                step = _damped_least_squares(free_rows, rest, damping * scale)
+                for j in held:
+                    step[j] = q[j] - state.q[j]
+                q = [min(max(a + d, lo), hi)
+                     for a, d, lo, hi in zip(state.q, step, lower, upper)]
+            base = state.base
+            if self.free_root:
+                base = (base[0] + step[n], base[1] + step[n + 1], base[2] + step[n + 2])
+            candidate = tree.sweep(q, base)
+            new_objective = self.measure(candidate)[0]
+            if new_objective < objective:
+                return candidate, new_objective, max(damping * 0.1, _DAMPING_MIN)
+            damping *= 10.0
+        return None

@@ -1,0 +1,311 @@
+"""
+Specification of the FABRIK solver on serial chains.
+
+Every result is checked against the model's own forward kinematics (Chain.forward), never
+against the solver's internal state.
+"""
+
+import math
+from pathlib import Path
+
+from fabrik_ros.chain import Chain, Effector, Joint, rotation_from_rpy
+from fabrik_ros.ik import IkSolver
+from hypothesis import assume, given, settings, strategies as st
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TOLERANCE = 1e-4  # metres, the solver's default
+
+
+def demo_arm() -> Chain:
+    """Return the 6-DOF demo arm of config/arm.yaml (lateral shoulder offset, wrist)."""
+    return Chain.from_urdf((REPO / 'urdf' / 'arm.urdf').read_text(), 'base_link', 'tool0')
+
+
+def pose_in_limits(chain: Chain, fractions) -> np.ndarray:
+    """Map fractions in [0, 1] to joint angles inside the limits (continuous: +-pi)."""
+    lower = np.maximum(chain.lower, -math.pi)
+    upper = np.minimum(chain.upper, math.pi)
+    return lower + np.asarray(fractions) * (upper - lower)
+
+
+def tip_error(chain: Chain, q: np.ndarray, target) -> float:
+    """Return the distance (metres) from FK(q)'s tip to the target."""
+    return float(np.linalg.norm(chain.tip_position(q) - np.asarray(target)))
+
+
+def assert_within_limits(chain: Chain, q: np.ndarray) -> None:
+    """Assert q is finite and inside the joint limits, with zero tolerance."""
+    assert np.all(np.isfinite(q))
+    assert np.all(q >= chain.lower) and np.all(q <= chain.upper)
+
+
+unit = st.floats(0.0, 1.0)
+small_angle = st.floats(-math.pi, math.pi)
+
+
+@st.composite
+def serial_chains(draw, max_joints: int = 7) -> Chain:
+    """
+    Draw a random serial chain: lengths, off-axis offsets, tilted origins, any axes, limits.
+
+    Some joints are co-located with their parent (multi-axis points), some continuous, some
+    with narrow or even zero-width limits.
+    """
+    count = draw(st.integers(1, max_joints))
+    joints = []
+    for index in range(count):
+        co_located = index > 0 and draw(st.booleans()) and draw(st.booleans())
+        xyz = [0.0, 0.0, 0.0] if co_located else [
+            draw(st.floats(-0.3, 0.3)) for _ in range(3)]
+        if not co_located and np.linalg.norm(xyz) < 0.02:
+            xyz[2] = 0.1
+        axis = [draw(st.floats(-1.0, 1.0)) for _ in range(3)]
+        if np.linalg.norm(axis) < 0.1:
+            axis = [0.0, 0.0, 1.0]
+        kind = draw(st.sampled_from(['limited', 'limited', 'continuous', 'narrow']))
+        if kind == 'continuous':
+            lower, upper = -math.inf, math.inf
+        else:
+            lower = draw(st.floats(-math.pi, 0.0))
+            width = draw(st.floats(0.0, 0.3 if kind == 'narrow' else 2.0 * math.pi))
+            upper = lower + width
+        rpy = [draw(small_angle) for _ in range(3)]
+        joints.append(Joint(f'j{index}', index - 1, xyz, rotation_from_rpy(rpy), axis,
+                            lower, upper))
+    offset = [draw(st.floats(-0.2, 0.2)) for _ in range(3)]
+    if np.linalg.norm(offset) < 0.01:
+        offset[0] = 0.05
+    return Chain('base', joints, [Effector('tip', count - 1, offset)])
+
+
+@st.composite
+def chain_and_poses(draw, poses: int = 2):
+    """Draw a random chain and `poses` joint vectors inside its limits."""
+    chain = draw(serial_chains())
+    drawn = [pose_in_limits(chain, draw(st.lists(unit, min_size=chain.dof,
+                                                 max_size=chain.dof)))
+             for _ in range(poses)]
+    return (chain, *drawn)
+
+
+class TestContract:
+    """Whatever the chain, seed and target: a finite, in-limit, FK-consistent answer."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(chain_and_poses(poses=1), st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3))
+    def test_any_target_gives_an_in_limit_answer_measured_by_forward_kinematics(
+            self, drawn, target):
+        chain, seed = drawn
+        result = IkSolver(chain).solve(target, seed)
+        assert_within_limits(chain, result.q)
+        np.testing.assert_allclose(result.effector_positions, chain.effector_positions(result.q),
+                                   atol=1e-12)
+        assert result.error == pytest.approx(tip_error(chain, result.q, target), abs=1e-12)
+        assert result.errors.tolist() == [result.error]
+        assert result.reached == (result.error <= TOLERANCE)
+        np.testing.assert_array_equal(result.base_position, np.zeros(3))
+
+    @settings(max_examples=100, deadline=None)
+    @given(chain_and_poses(poses=1), st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3))
+    def test_the_error_never_grows_across_iterations(self, drawn, target):
+        chain, seed = drawn
+        result = IkSolver(chain).solve(target, seed, trace=True)
+        history = np.array(result.history)
+        assert len(history) == len(result.trace) == result.iterations + 1 + result.restarts
+        assert np.all(np.diff(history) <= 0.0)
+        # Each logged error is the true error of the logged pose, not a bookkeeping number.
+        for q, error in zip(result.trace, history):
+            assert_within_limits(chain, q)
+            assert tip_error(chain, q, target) == pytest.approx(error, abs=1e-12)
+        assert history[-1] == pytest.approx(result.error, abs=1e-12)
+        assert history[0] == pytest.approx(tip_error(chain, chain.clip(seed), target),
+                                           abs=1e-12)
+
+    def test_seed_outside_the_limits_is_clipped_and_the_default_seed_is_neutral(self):
+        arm = demo_arm()
+        target = arm.tip_position(pose_in_limits(arm, [0.3, 0.6, 0.2, 0.5, 0.7, 0.4]))
+        wild = arm.upper + 5.0
+        wild[-1] = 100.0    # tool_roll is continuous: nothing to clip
+        result = IkSolver(arm).solve(target, seed=wild)
+        assert_within_limits(arm, result.q)
+        assert result.reached
+        default = IkSolver(arm).solve(target)
+        neutral = IkSolver(arm).solve(target, seed=arm.neutral())
+        np.testing.assert_array_equal(default.q, neutral.q)
+
+
+class TestReaching:
+    """Targets the chain can reach (FK of an in-limit pose) are reached."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(chain_and_poses(poses=2))
+    def test_reachable_targets_are_reached_from_any_seed(self, drawn):
+        chain, pose, seed = drawn
+        target = chain.tip_position(pose)
+        result = IkSolver(chain).solve(target, seed)
+        assert result.reached, (result.error, result.restarts)
+        assert tip_error(chain, result.q, target) <= TOLERANCE
+        assert_within_limits(chain, result.q)
+
+    @pytest.mark.parametrize('fit', ['chain', 'next'])
+    def test_demo_arm_reaches_random_poses_with_either_fit(self, fit):
+        arm = demo_arm()
+        solver = IkSolver(arm, fit=fit)
+        rng = np.random.default_rng(7)
+        for _ in range(100):
+            target = arm.tip_position(pose_in_limits(arm, rng.uniform(size=arm.dof)))
+            result = solver.solve(target)
+            assert result.reached and tip_error(arm, result.q, target) <= TOLERANCE
+            assert_within_limits(arm, result.q)
+
+    def test_fabrik_carries_the_solve(self):
+        """FABRIK removes most of the distance; the closing step only finishes it."""
+        arm = demo_arm()
+        solver = IkSolver(arm)
+        rng = np.random.default_rng(3)
+        removed = []
+        for _ in range(50):
+            target = arm.tip_position(pose_in_limits(arm, rng.uniform(size=arm.dof)))
+            result = solver.solve(target)
+            assert result.fabrik_iterations >= 1 and result.reached
+            removed.append(1.0 - result.fabrik_error / result.initial_error)
+        assert np.median(removed) > 0.5
+
+
+class TestOutOfReach:
+    """A target out of reach leaves the chain stretched toward it, as far as joints allow."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.integers(1, 8), st.lists(st.floats(0.05, 0.3), min_size=8, max_size=8),
+           st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3), st.floats(1.05, 3.0),
+           st.lists(unit, min_size=16, max_size=16))
+    def test_wide_limit_chain_lies_straight_along_the_target_direction(
+            self, segments, lengths, direction, beyond, seed_fractions):
+        lengths = lengths[:segments]
+        direction = np.array(direction)
+        assume(np.linalg.norm(direction) > 0.1)
+        direction /= np.linalg.norm(direction)
+        chain = Chain.from_parameters(segments, lengths, joint_type='two_axis',
+                                      joint_limit=math.pi)
+        reach = sum(lengths)
+        target = direction * reach * beyond
+        seed = pose_in_limits(chain, seed_fractions[:chain.dof])
+        result = IkSolver(chain).solve(target, seed)
+        assert not result.reached
+        assert result.error == pytest.approx(np.linalg.norm(target) - reach, abs=1e-5)
+        kinematics = chain.forward(result.q)
+        points = np.vstack([kinematics.positions, kinematics.effectors])
+        along = points @ direction
+        off_line = np.linalg.norm(points - np.outer(along, direction), axis=1)
+        assert np.all(off_line <= 2e-3 * reach)
+        assert np.all(np.diff(along) >= -1e-9)     # in order, from the base outward
+
+    def test_demo_arm_ends_as_close_as_its_joints_allow(self):
+        arm = demo_arm()
+        target = np.array([1.8, -1.2, 0.9])
+        result = IkSolver(arm).solve(target)
+        assert not result.reached
+        shoulder = arm.joint_positions(arm.neutral())[0]
+        reach = IkSolver(arm)._tree.effectors[0].reach
+        assert result.error >= np.linalg.norm(target - shoulder) - reach
+        # No small in-limit change of any joint brings the tip noticeably closer.
+        for joint in range(arm.dof):
+            for delta in (-1e-2, 1e-2):
+                q = result.q.copy()
+                q[joint] += delta
+                q = arm.clip(q)
+                assert tip_error(arm, q, target) >= result.error - 1e-5
+
+
+class TestWarmStart:
+    """Consecutive nearby targets give the nearby pose: no flips while tracking."""
+
+    def test_tracking_a_circle_moves_every_joint_a_little(self):
+        arm = demo_arm()
+        solver = IkSolver(arm)
+        centre, radius = np.array([0.5, 0.1, 0.5]), 0.2
+        q = solver.solve(centre + [0.0, radius, 0.0]).q
+        for angle in np.linspace(0.0, 2.0 * math.pi, 400):
+            target = centre + radius * np.array([0.0, math.cos(angle), math.sin(angle)])
+            result = solver.solve(target, seed=q)
+            assert result.reached
+            # 3 mm of path per step; a flip would move some joint by a large angle.
+            assert np.max(np.abs(result.q - q)) < 0.05
+            q = result.q
+
+    def test_a_solved_seed_is_kept(self):
+        arm = demo_arm()
+        pose = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
+        result = IkSolver(arm).solve(arm.tip_position(pose), seed=pose)
+        np.testing.assert_array_equal(result.q, pose)
+        assert result.iterations == 0
+
+
+class TestFreeRoot:
+    """A free root slides toward the target like the end of a rope."""
+
+    def test_free_root_reaches_a_target_the_pinned_chain_cannot(self):
+        chain = Chain.from_parameters(6, 0.1, joint_type='two_axis')
+        target = np.array([0.9, 0.4, -0.3])
+        pinned = IkSolver(chain).solve(target)
+        free = IkSolver(chain, root='free').solve(target)
+        assert not pinned.reached and free.reached
+        tip = chain.tip_position(free.q) + free.base_position
+        np.testing.assert_allclose(free.effector_positions[0], tip, atol=1e-12)
+        assert np.linalg.norm(tip - target) <= TOLERANCE
+        assert free.base_position @ target > 0.0       # dragged toward the target
+        assert_within_limits(chain, free.q)
+
+    def test_free_root_stays_put_for_a_target_already_reached(self):
+        chain = Chain.from_parameters(4, 0.1, joint_type='two_axis')
+        q = pose_in_limits(chain, np.full(chain.dof, 0.6))
+        result = IkSolver(chain, root='free').solve(chain.tip_position(q), seed=q)
+        np.testing.assert_array_equal(result.base_position, np.zeros(3))
+
+
+class TestBadInput:
+    """Bad input is refused with a clear ValueError, before anything moves."""
+
+    @pytest.mark.parametrize('target, message', [
+        ([math.nan, 0.0, 0.0], 'not finite'),
+        ([math.inf, 0.0, 0.0], 'not finite'),
+        ([0.1, 0.2], 'shape'),
+        ([[0.1, 0.2, 0.3]] * 2, 'shape'),
+        ([[math.nan] * 3], 'no effector has a target'),
+        ({'elbow': [0.1, 0.2, 0.3]}, 'unknown effector'),
+        ({'tool0': [0.1, math.nan, 0.3]}, 'not finite'),
+        ('abc', 'could not convert|shape'),
+    ])
+    def test_bad_targets(self, target, message):
+        with pytest.raises(ValueError, match=message):
+            IkSolver(demo_arm()).solve(target)
+
+    @pytest.mark.parametrize('seed, message', [
+        ([0.0] * 5, 'shape'),
+        ([0.0] * 5 + [math.nan], 'not finite'),
+    ])
+    def test_bad_seeds(self, seed, message):
+        with pytest.raises(ValueError, match=message):
+            IkSolver(demo_arm()).solve([0.3, 0.2, 0.5], seed)
+
+    @pytest.mark.parametrize('options, message', [
+        ({'tolerance': 0.0}, 'tolerance'),
+        ({'tolerance': math.nan}, 'tolerance'),
+        ({'max_iterations': 0}, 'max_iterations'),
+        ({'root': 'floating'}, 'root'),
+        ({'fit': 'best'}, 'fit'),
+    ])
+    def test_bad_options(self, options, message):
+        with pytest.raises(ValueError, match=message):
+            IkSolver(demo_arm(), **options)
+
+    def test_a_mapping_and_a_single_row_target_agree(self):
+        arm = demo_arm()
+        target = [0.4, 0.2, 0.6]
+        by_name = IkSolver(arm).solve({'tool0': target})
+        by_row = IkSolver(arm).solve(np.array([target]))
+        by_point = IkSolver(arm).solve(target)
+        np.testing.assert_array_equal(by_name.q, by_point.q)
+        np.testing.assert_array_equal(by_row.q, by_point.q)
