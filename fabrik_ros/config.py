@@ -115,13 +115,7 @@ def chain_from_parameters(params: Mapping[str, Any],
     base_link = _required(params, 'base_link')
     tip_links = _string_list(_required(params, 'tip_links'), 'tip_links')
     if urdf_file:
-        urdf_path = Path(share_dir) / urdf_file
-        try:
-            urdf_xml = urdf_path.read_text(encoding='utf-8')
-        except OSError as error:
-            raise ValueError(f'robot_description_file: cannot read {urdf_path}: '
-                             f'{error.strerror}') from None
-        chain = Chain.from_urdf(urdf_xml, base_link, tip_links)
+        chain = Chain.from_urdf(_read_urdf(share_dir, urdf_file), base_link, tip_links)
     else:
         chain = _plain_chain(params, base_link, tip_links)
     return with_limit_overrides(chain, params)
@@ -137,12 +131,22 @@ def robot_description(params: Mapping[str, Any], share_dir: str | Path,
     """
     urdf_file = params.get('robot_description_file', '')
     if urdf_file:
-        return (Path(share_dir) / urdf_file).read_text(encoding='utf-8')
+        return _read_urdf(share_dir, urdf_file)
     chain = chain_from_parameters(params, share_dir)
     if chain is None:
         raise ValueError('no chain configured: set robot_description_file (with base_link '
                          'and tip_links) or chain.segments')
     return chain.to_urdf(robot_name)
+
+
+def _read_urdf(share_dir: str | Path, urdf_file: str) -> str:
+    """Return the text of robot_description_file (relative to share_dir, or absolute)."""
+    urdf_path = Path(share_dir) / urdf_file
+    try:
+        return urdf_path.read_text(encoding='utf-8')
+    except OSError as error:
+        raise ValueError(f'robot_description_file: cannot read {urdf_path}: '
+                         f'{error.strerror}') from None
 
 
 def _plain_chain(params: Mapping[str, Any], base_link: str, tip_links: list[str]) -> Chain:
@@ -183,9 +187,13 @@ def with_limit_overrides(chain: Chain, params: Mapping[str, Any]) -> Chain:
             raise ValueError(f"{key}: unknown joint '{joint}'; joints: {chain.joint_names}")
         if limit_field not in columns:
             raise ValueError(f'{key}: unknown field, expected one of {list(LIMIT_FIELDS)}')
-        if math.isnan(float(number)):
+        try:
+            number = float(number)
+        except (TypeError, ValueError):
+            raise ValueError(f'{key} must be a number (radians), got {number!r}') from None
+        if math.isnan(number):
             raise ValueError(f'{key} is NaN')
-        columns[limit_field][chain.joint_names.index(joint)] = float(number)
+        columns[limit_field][chain.joint_names.index(joint)] = number
     widened = (lower < chain.lower) | (upper > chain.upper)
     if widened.any():
         index = int(np.flatnonzero(widened)[0])
@@ -196,10 +204,11 @@ def with_limit_overrides(chain: Chain, params: Mapping[str, Any]) -> Chain:
 
 
 def _required(params: Mapping[str, Any], key: str) -> Any:
-    """Return params[key] or raise ValueError naming the missing key."""
-    if key not in params or params[key] in ('', None):
+    """Return params[key] or raise ValueError naming the missing (or empty) key."""
+    value = params.get(key)
+    if value is None or (isinstance(value, str) and not value):
         raise ValueError(f'missing parameter {key}')
-    return params[key]
+    return value
 
 
 def _string_list(value: Any, key: str) -> list[str]:

@@ -119,6 +119,10 @@ class TestChainFromParameters:
         assert chain.joint_names == ['seg1_yaw', 'seg1_pitch', 'seg2_pitch', 'seg3_yaw',
                                      'seg3_pitch', 'seg4_pitch']
 
+    def test_robot_description_of_a_missing_file_names_it(self):
+        with pytest.raises(ValueError, match='robot_description_file: cannot read .*none.urdf'):
+            robot_description({**ARM, 'robot_description_file': 'none.urdf'}, SHARE)
+
     def test_no_chain_described_gives_none(self):
         # The node then waits for the robot_description topic.
         assert chain_from_parameters({'base_link': 'a', 'chain.segments': 0}, SHARE) is None
@@ -166,6 +170,7 @@ class TestJointLimitOverrides:
         ('joint_limits.elbow.min_position', 0.0, "unknown joint 'elbow'; joints: "),
         ('joint_limits.elbow_pitch.lower', 0.0, 'unknown field, expected one of'),
         ('joint_limits.elbow_pitch.min_position', math.nan, 'is NaN'),
+        ('joint_limits.elbow_pitch.min_position', 'low', r"must be a number \(radians\), got 'low'"),
         ('joint_limits.elbow_pitch.max_position', 3.0, r'elbow_pitch \[-2.53, 3\] would widen'),
         ('joint_limits.elbow_pitch.min_position', 2.6, 'lower limit 2.6 > upper limit 2.53'),
     ])
