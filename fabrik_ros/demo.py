@@ -49,7 +49,8 @@ from sensor_msgs.msg import JointState
 
 MODES = {'single': 'arm.yaml', 'double': 'dual_arm.yaml', 'spider': 'spider.yaml'}
 DEFAULT_DOMAIN_ID = '42'
-TARGET_RATE = 50.0  # Hz
+TARGET_RATE = 50.0  # Hz, shared by the effectors: each target of a tree is one solve
+MIN_TARGET_RATE = 10.0  # Hz
 LIVE_PERIOD = 0.5  # seconds between live view lines
 SETTLE_TIME = 1.0  # seconds the last path point is held before going out of reach
 OUT_OF_REACH_TIME = 2.0  # seconds
@@ -58,18 +59,28 @@ STARTUP_TIMEOUT = 30.0  # seconds for both nodes to come up
 STOP_TIMEOUT = 5.0  # seconds a node gets to exit after SIGINT
 DIAGNOSTICS_WAIT = 1.1  # seconds: the node reports once a second; get the final result
 REACHED_M = 1e-3  # a command reaches its target within this distance
-READY_FRACTION = 0.3  # ready pose: each limited joint this far from neutral to its upper limit
+READY_FRACTION = 0.5  # ready pose: symmetric joints bend this far toward their upper limit
+LOPSIDED = 0.1  # a range whose middle is this fraction of its span off neutral is lopsided
 OUT_OF_REACH_FACTOR = 1.25  # out-of-reach targets lie this far beyond the longest reach
-HISTORY = 3  # recent targets per effector a command may answer (the node may lag one)
+RECENT = 0.25  # seconds: a command answers one of the targets sent this recently (lag)
 
 
 # ---- the choreography (pure) --------------------------------------------------------------
 
 def ready_pose(chain: Chain) -> np.ndarray:
-    """Return a bent, in-limit pose whose tips make good path centres (away from stretch)."""
+    """Return a bent, in-limit pose whose tips make good path centres (away from stretch).
+
+    A joint with lopsided limits (an elbow that bends one way) goes to the middle of its
+    range; a joint with limits centred on neutral bends READY_FRACTION toward its upper
+    limit; a continuous joint stays at neutral.
+    """
     neutral = chain.neutral()
-    bend = np.where(np.isfinite(chain.upper), READY_FRACTION * (chain.upper - neutral), 0.0)
-    return chain.clip(neutral + bend)
+    finite = np.isfinite(chain.lower) & np.isfinite(chain.upper)
+    with np.errstate(invalid='ignore'):  # inf - inf of continuous joints, not selected
+        middle = np.where(finite, (chain.lower + chain.upper) / 2.0, neutral)
+        bent = np.where(finite, neutral + READY_FRACTION * (chain.upper - neutral), neutral)
+        lopsided = np.abs(middle - neutral) > LOPSIDED * (chain.upper - chain.lower)
+    return chain.clip(np.where(lopsided, middle, bent))
 
 
 def branch_lengths(chain: Chain) -> tuple[np.ndarray, np.ndarray]:
@@ -111,6 +122,7 @@ class TargetPlan:
     reach_bounds: np.ndarray  # (m,) metres
     moving_time: float  # seconds
     period: float  # seconds per lap
+    rate: float  # Hz at which targets are sent
 
     PHASE_NAMES = ('moving', 'holding', 'out of reach')
 
@@ -126,7 +138,7 @@ class TargetPlan:
         if mode == 'spider':  # tripod gait: alternate legs step together
             sizes = np.column_stack([0.3 * limbs, 0.15 * limbs])
             phases = np.pi * (np.arange(count) % 2)
-            period = 2.0
+            period = 3.0
         else:
             sizes = np.column_stack([0.25 * limbs, 0.15 * limbs])
             phases = np.pi * np.arange(count) / count
@@ -134,7 +146,7 @@ class TargetPlan:
         directions = centers / np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-9)
         return cls(mode, centers, np.array([path_plane(c) for c in centers]), sizes, phases,
                    OUT_OF_REACH_FACTOR * bounds[:, np.newaxis] * directions, bounds,
-                   moving_time, period)
+                   moving_time, period, max(TARGET_RATE / count, MIN_TARGET_RATE))
 
     @property
     def duration(self) -> float:
@@ -166,7 +178,7 @@ class Tracker:
     """Errors of commands and measurements against the targets, per phase."""
 
     chain: Chain
-    recent: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
+    recent: deque = field(default_factory=deque)  # (monotonic seconds, (m, 3) targets)
     target: np.ndarray | None = None  # (m, 3) current targets
     ik_errors: list[list[float]] = field(default_factory=lambda: [[], [], []])
     arm_errors: list[list[float]] = field(default_factory=lambda: [[], [], []])
@@ -179,18 +191,25 @@ class Tracker:
     last_arm_error: float = float('nan')
     last_ik_error: float = float('nan')
 
-    def sent(self, targets: np.ndarray) -> None:
-        """Note targets just published."""
+    def sent(self, targets: np.ndarray, now: float) -> None:
+        """Note targets published at ``now`` (seconds)."""
         self.target = targets
-        self.recent.append(targets)
+        self.recent.append((now, targets))
+        while now - self.recent[0][0] > RECENT:
+            self.recent.popleft()
         self.targets_sent += 1
 
     def command(self, q: np.ndarray, phase: int | None) -> None:
-        """Score a command: each tip against the closest of its recent targets."""
+        """Score a command: each tip against the closest of its targets sent of late.
+
+        The node solves the latest target it has received, which may be a few behind the
+        latest sent while it is busy.
+        """
         if self.target is None:
             return
         tips = self.chain.effector_positions(q)
-        distances = np.linalg.norm(np.array(self.recent) - tips, axis=2)  # (k, m)
+        recent = np.array([targets for _, targets in self.recent])
+        distances = np.linalg.norm(recent - tips, axis=2)  # (k, m)
         self.last_ik_error = float(np.max(np.min(distances, axis=0)))
         if phase is not None:
             self.ik_errors[phase].append(self.last_ik_error)
@@ -407,7 +426,7 @@ class DemoNode(Node):
             msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, target)
             msg.pose.orientation.w = 1.0
             publisher.publish(msg)
-        self.tracker.sent(targets)
+        self.tracker.sent(targets, time.monotonic())
 
     def wait(self, seconds: float) -> None:
         """Handle incoming messages for ``seconds``."""
@@ -433,12 +452,12 @@ class DemoNode(Node):
         tracker = self.tracker
         while time.monotonic() - started < APPROACH_TIMEOUT:
             self.send(self.plan.targets(0.0))
-            self.wait(1.0 / TARGET_RATE)
+            self.wait(1.0 / self.plan.rate)
             if tracker.last_arm_error < REACHED_M and tracker.last_ik_error < REACHED_M:
                 return
 
     def drive(self, children: list[NodeProcess]) -> None:
-        """Run the plan at TARGET_RATE, printing the live view."""
+        """Run the plan at its target rate, printing the live view."""
         print(f'{"t [s]":>6} {"phase":<13}{"target [m]":^26}{"IK err":>10}{"arm err":>10}'
               f'{"iters":>7}{"solves/s":>9}', flush=True)
         self.start = time.monotonic()
@@ -451,7 +470,7 @@ class DemoNode(Node):
             if t >= next_line:
                 next_line += LIVE_PERIOD
                 print(self.live_line(t), flush=True)
-            self.wait(1.0 / TARGET_RATE)
+            self.wait(1.0 / self.plan.rate)
         self.wait(DIAGNOSTICS_WAIT)
 
     def live_line(self, t: float) -> str:

@@ -46,17 +46,21 @@ def test_spider_steps_in_a_tripod_gait() -> None:
 
 
 def test_tracker_scores_commands_against_recent_targets() -> None:
-    """A command answering the previous target counts as exact; the tip error is real."""
+    """A command answers one of the targets sent within RECENT; the arm the latest."""
     chain = mode_chain('single')
     tracker = Tracker(chain)
     q = chain.neutral()
     tip = chain.tip_position(q)
-    tracker.sent(tip[np.newaxis])
-    tracker.sent(tip[np.newaxis] + [0.0, 0.0, 0.01])
+    tracker.sent(tip[np.newaxis] - [0.0, 0.0, 0.01], 0.0)
+    tracker.sent(tip[np.newaxis], 0.1)
+    tracker.sent(tip[np.newaxis] + [0.0, 0.0, 0.01], 0.2)
     tracker.command(q, 0)
     assert tracker.ik_errors[0] == [0.0]
     tracker.measured(q, 0)
     assert tracker.arm_errors[0] == [pytest.approx(0.01)]
+    tracker.sent(tip[np.newaxis] + [0.0, 0.0, 0.02], 0.4)  # 0.1 and 0.2 s now too old
+    tracker.command(q, 0)
+    assert tracker.ik_errors[0][-1] == pytest.approx(0.01)
 
 
 def test_single_mode_demo_tracks_the_figure_eight_and_reports_out_of_reach(
