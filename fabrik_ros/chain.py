@@ -44,16 +44,18 @@ def rotation_from_rpy(rpy: Sequence[float]) -> np.ndarray:
 
 
 def rpy_from_rotation(rotation: np.ndarray) -> np.ndarray:
-    """Return URDF roll/pitch/yaw (3,) radians of a (3, 3) rotation (roll = 0 at gimbal lock)."""
+    """
+    Return URDF roll/pitch/yaw (3,) radians of a (3, 3) rotation.
+
+    Yaw comes first; pitch and roll are then read from Rz(yaw)^T R = Ry(pitch) Rx(roll), so
+    the angles reproduce the rotation to rounding even at and near gimbal lock (pitch
+    +-pi/2, where yaw and roll are not unique).
+    """
     r = np.asarray(rotation, dtype=float)
-    cos_pitch = math.hypot(r[0, 0], r[1, 0])
-    pitch = math.atan2(-r[2, 0], cos_pitch)  # atan2, not asin: exact near +-pi/2 too
-    if cos_pitch > 1e-12:
-        roll = math.atan2(r[2, 1], r[2, 2])
-        yaw = math.atan2(r[1, 0], r[0, 0])
-    else:  # pitch = +-pi/2: only yaw -+ roll is defined; put it all in yaw
-        roll = 0.0
-        yaw = math.atan2(-r[0, 1], r[1, 1])
+    yaw = math.atan2(r[1, 0], r[0, 0])
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    pitch = math.atan2(-r[2, 0], cy * r[0, 0] + sy * r[1, 0])
+    roll = math.atan2(sy * r[0, 2] - cy * r[1, 2], cy * r[1, 1] - sy * r[0, 1])
     return np.array([roll, pitch, yaw])
 
 

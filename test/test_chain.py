@@ -104,12 +104,15 @@ class TestRotations:
                     @ rotation_about_axis(X, roll))
         np.testing.assert_allclose(rotation_from_rpy(rpy), expected, atol=1e-12)
 
-    @given(st.one_of(rpys, st.tuples(angles, st.sampled_from([-math.pi / 2, math.pi / 2]),
-                                     angles)))
-    def test_rpy_from_rotation_inverts_it_including_gimbal_lock(self, rpy):
-        rotation = rotation_from_rpy(rpy)
+    @given(angles, st.one_of(angles, st.sampled_from([-1.0, 1.0]).flatmap(
+        lambda sign: st.floats(-1e-9, 1e-9).map(lambda e: sign * math.pi / 2 + e))), angles)
+    def test_rpy_from_rotation_inverts_it_at_and_near_gimbal_lock(self, roll, pitch, yaw):
+        # A rotation built by products carries rounding noise, which must not be amplified
+        # where yaw and roll become degenerate.
+        rotation = (rotation_about_axis(Z, yaw) @ rotation_about_axis(Y, pitch)
+                    @ rotation_about_axis(X, roll))
         np.testing.assert_allclose(rotation_from_rpy(rpy_from_rotation(rotation)), rotation,
-                                   atol=1e-12)
+                                   atol=1e-14)
 
 
 class TestForwardKinematics:
