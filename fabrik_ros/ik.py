@@ -54,6 +54,8 @@ _DAMPING_MAX = 1e8      # beyond this no step lowers the error: the closing step
 # stalled: 1 um at the default tolerance, 10 um more per metre an unreachable target is away.
 _STALL = 1e-2
 _STALL_RELATIVE = 1e-5
+_LIMIT_MARGIN = 0.3     # radians: closer to a limit, a joint's closing steps are scaled down
+_LIMIT_WEIGHT_MIN = 0.05  # ... but never below this, so it can still reach the limit
 _RESTART_SEED = 20111   # fixed, so solves are reproducible
 
 
@@ -462,6 +464,14 @@ def _damped_least_squares(rows: list[list[float]], residual: list[float],
     return (np.linalg.solve(system, residual) @ jacobian).tolist()
 
 
+def _weighted_step(rows: list[list[float]], residual: list[float], weights: list[float],
+                   damping: float) -> list[float]:
+    """Return the damped least-squares step with column weights: W J^T (J W^2 J^T + d)^-1 r."""
+    scaled = [[value * weight for value, weight in zip(row, weights)] for row in rows]
+    step = _damped_least_squares(scaled, residual, damping)
+    return [weight * value for weight, value in zip(weights, step)]
+
+
 class IkSolver:
     """
     FABRIK inverse kinematics for a Chain: one or several effectors, pinned or free root.
@@ -507,7 +517,7 @@ class IkSolver:
         reach = max(effector.reach for effector in self._tree.effectors)
         if closing_radius is None:
             closing_radius = 0.02 * reach
-        if not (math.isfinite(closing_radius) and closing_radius >= 0.0):
+        if not closing_radius >= 0.0:   # inf allowed: the closing step alone
             raise ValueError(f'closing_radius must be >= 0 metres, got {closing_radius}')
         self.closing_radius = float(closing_radius)
         self._effector_index = {name: i for i, name in enumerate(chain.effector_names)}
@@ -741,20 +751,27 @@ class _Solve:
             residual += [shrink * (g - x) for g, x in zip(goal, state.points[point])]
         n = len(lower)
         scale = excess ** 2
+        # Joints near a limit move less and leave the motion to the others (weighted least
+        # norm), so tracking does not drift into a limit, stall, and jump on a restart.
+        # Out of reach, limits are where the stretched chain belongs: no weights.
+        weights = [1.0] * len(rows[0])
+        if not self.floor:
+            weights[:n] = [min(1.0, max(_LIMIT_WEIGHT_MIN, min(a - lo, hi - a) / _LIMIT_MARGIN))
+                           for a, lo, hi in zip(state.q, lower, upper)]
         while damping <= _DAMPING_MAX:
-            step = _damped_least_squares(rows, residual, damping * scale)
+            step = _weighted_step(rows, residual, weights, damping * scale)
             q = [min(max(a + d, lo), hi) for a, d, lo, hi in zip(state.q, step, lower, upper)]
             held = [j for j in range(n) if q[j] != state.q[j] + step[j]]
             if held:
                 # Move those joints to their limit, then spend the rest on the others.
                 rest = list(residual)
-                free_rows = [list(row) for row in rows]
+                free_weights = list(weights)
                 for j in held:
                     moved = q[j] - state.q[j]
-                    for row, residual_row in zip(free_rows, range(len(rest))):
-                        rest[residual_row] -= row[j] * moved
-                        row[j] = 0.0
-                step = _damped_least_squares(free_rows, rest, damping * scale)
+                    for index, row in enumerate(rows):
+                        rest[index] -= row[j] * moved
+                    free_weights[j] = 0.0
+                step = _weighted_step(rows, rest, free_weights, damping * scale)
                 for j in held:
                     step[j] = q[j] - state.q[j]
                 q = [min(max(a + d, lo), hi)

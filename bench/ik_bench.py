@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""
+Benchmark of the FABRIK solver core on serial arms (issue 2): a benchmark, not a test.
+
+    python3 bench/ik_bench.py [--targets 1000] [--quick]
+
+For config/arm.yaml (the 6-DOF demo arm), config/tentacle.yaml (12 two-axis segments) and
+urdf/offset_arm.urdf (a UR5-like arm, no joint offset along its links):
+
+- reachable: targets drawn as FK of random in-limit poses (fixed seed), solved from the
+  neutral seed: success (FK of the answer within 1 mm), median / p95 solve time, mean
+  iterations, the largest limit violation, and how much of the distance each stage removed;
+- tracking: warm-started solves along a smooth closed path of 1000 steps (FK of slow joint
+  sinusoids, so every target is reachable): time, success, largest joint jump per step;
+- near stretch: reachable targets at the edge of the workspace (the farthest 2 % of many
+  random poses), where solvers struggle;
+- out of reach: targets 1.2 to 2 reaches away: remaining distance, excess over the bound
+  |target - anchor| - reach, and time;
+- variants, measured in the same run and given as ratios to the default: the joint-angle fit
+  (whole downstream chain vs next point), FABRIK alone, the closing step alone.
+
+Times are wall-clock per solve; each solve is repeated and the fastest run kept, so other
+processes on the machine inflate them less. Prints markdown tables and writes
+bench/results/ik_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+import platform
+import sys
+import time
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from fabrik_ros.chain import Chain  # noqa: E402
+from fabrik_ros.config import chain_from_parameters, load_config  # noqa: E402
+from fabrik_ros.ik import IkResult, IkSolver  # noqa: E402
+import numpy as np  # noqa: E402
+
+SUCCESS_M = 1e-3        # a solve succeeds when FK of its answer is this close (metres)
+REPEATS = 3             # timing runs per solve; the fastest counts
+SEED = 2011             # FABRIK's year: fixed targets, comparable runs
+
+ROBOTS: dict[str, Callable[[], Chain]] = {
+    'arm': lambda: chain_from_parameters(load_config(REPO / 'config' / 'arm.yaml'), REPO),
+    'tentacle': lambda: chain_from_parameters(load_config(REPO / 'config' / 'tentacle.yaml'),
+                                              REPO),
+    'offset_arm': lambda: Chain.from_urdf((REPO / 'urdf' / 'offset_arm.urdf').read_text(),
+                                          'base_link', 'tool0'),
+}
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    'default (fit whole chain)': {},
+    'fit next point': {'fit': 'next'},
+    'FABRIK alone': {'fabrik_gain': 0.999999, 'closing_radius': 0.0, 'max_restarts': 0},
+    'closing step alone': {'closing_radius': math.inf},
+}
+
+
+def random_poses(chain: Chain, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Return (count, n) joint vectors uniform in the limits (continuous joints: +-pi)."""
+    lower = np.maximum(chain.lower, -math.pi)
+    upper = np.minimum(chain.upper, math.pi)
+    return rng.uniform(lower, upper, size=(count, chain.dof))
+
+
+def limit_violation(chain: Chain, q: np.ndarray) -> float:
+    """Return how far (radians) q lies outside the limits; 0 inside."""
+    return float(np.max(np.maximum(chain.lower - q, 0.0) + np.maximum(q - chain.upper, 0.0)))
+
+
+def timed_solve(solver: IkSolver, target: Any, seed: np.ndarray | None
+                ) -> tuple[IkResult, float]:
+    """Return the solve's result and its fastest wall time (microseconds) of REPEATS."""
+    best = math.inf
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        result = solver.solve(target, seed)
+        best = min(best, time.perf_counter() - start)
+    return result, best * 1e6
+
+
+def summary(times: list[float]) -> dict[str, float]:
+    """Return median and 95th percentile of solve times (microseconds)."""
+    return {'median_us': float(np.median(times)), 'p95_us': float(np.percentile(times, 95))}
+
+
+def solve_targets(chain: Chain, solver: IkSolver, targets: np.ndarray,
+                  seeds: list[np.ndarray | None]) -> dict[str, Any]:
+    """Solve each target from its seed; return success, time, iteration and stage figures."""
+    times, errors, violations = [], [], []
+    fabrik, closing, restarts, iterations, fabrik_share = [], [], [], [], []
+    for target, seed in zip(targets, seeds):
+        result, micros = timed_solve(solver, target, seed)
+        times.append(micros)
+        errors.append(float(np.linalg.norm(chain.tip_position(result.q) - target)))
+        violations.append(limit_violation(chain, result.q))
+        iterations.append(result.iterations)
+        fabrik.append(result.fabrik_iterations)
+        closing.append(result.closing_steps)
+        restarts.append(result.restarts)
+        if result.initial_error > 0.0:
+            fabrik_share.append(1.0 - result.fabrik_error / result.initial_error)
+    errors = np.array(errors)
+    return {
+        'targets': len(targets),
+        'success_rate': float(np.mean(errors <= SUCCESS_M)),
+        'within_tolerance_rate': float(np.mean(errors <= solver.tolerance)),
+        **summary(times),
+        'mean_iterations': float(np.mean(iterations)),
+        'mean_fabrik_iterations': float(np.mean(fabrik)),
+        'mean_closing_steps': float(np.mean(closing)),
+        'restart_rate': float(np.mean(np.array(restarts) > 0)),
+        'median_share_of_distance_removed_by_fabrik': float(np.median(fabrik_share))
+        if fabrik_share else math.nan,
+        'max_limit_violation_rad': float(max(violations)),
+        'max_error_m': float(errors.max()),
+    }
+
+
+def reachable(chain: Chain, targets: int, rng: np.random.Generator) -> dict[str, Any]:
+    """Solve FK-of-random-pose targets from the neutral seed."""
+    poses = random_poses(chain, targets, rng)
+    points = np.array([chain.tip_position(q) for q in poses])
+    return solve_targets(chain, IkSolver(chain), points, [None] * len(points))
+
+
+def smooth_path(chain: Chain, steps: int, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return a smooth closed path: (steps, 3) targets, FK of slow sinusoids, and its start pose.
+
+    Each joint swings around a random mid-range angle by 1/8 of its range, so every target
+    is reachable and consecutive targets are close, like a user dragging a target around.
+    """
+    lower = np.maximum(chain.lower, -math.pi)
+    upper = np.minimum(chain.upper, math.pi)
+    middle = lower + (upper - lower) * rng.uniform(0.3, 0.7, chain.dof)
+    frequency = rng.integers(1, 3, chain.dof)
+    phase = rng.uniform(0.0, 2.0 * math.pi, chain.dof)
+    angle = np.linspace(0.0, 2.0 * math.pi, steps)[:, None]
+    poses = middle + (upper - lower) / 8.0 * np.sin(frequency * angle + phase)
+    return np.array([chain.tip_position(q) for q in poses]), poses[0]
+
+
+def tracking(chain: Chain, steps: int, rng: np.random.Generator) -> dict[str, Any]:
+    """Track a smooth reachable path from its start pose, seeding with the previous answer."""
+    solver = IkSolver(chain)
+    path, q = smooth_path(chain, steps, rng)
+    times, errors, jumps = [], [], []
+    for target in path[1:]:
+        result, micros = timed_solve(solver, target, q)
+        times.append(micros)
+        errors.append(float(np.linalg.norm(chain.tip_position(result.q) - target)))
+        jumps.append(float(np.max(np.abs(result.q - q))))
+        q = result.q
+    return {
+        'steps': steps - 1,
+        'mean_step_mm': float(np.mean(np.linalg.norm(np.diff(path, axis=0), axis=1)) * 1e3),
+        'success_rate': float(np.mean(np.array(errors) <= SUCCESS_M)),
+        **summary(times),
+        'largest_joint_jump_rad': float(max(jumps)),
+    }
+
+
+def near_stretch(chain: Chain, targets: int, rng: np.random.Generator) -> dict[str, Any]:
+    """Solve reachable targets at the outer edge of the workspace, from the neutral seed."""
+    solver = IkSolver(chain)
+    effector = solver._tree.effectors[0]
+    anchor = _anchor(chain)
+    poses = random_poses(chain, targets * 50, rng)
+    points = np.array([chain.tip_position(q) for q in poses])
+    distance = np.linalg.norm(points - anchor, axis=1)
+    farthest = np.argsort(distance)[-targets:]
+    result = solve_targets(chain, solver, points[farthest], [None] * targets)
+    result['distance_over_reach'] = [float(distance[farthest].min() / effector.reach),
+                                     float(distance[farthest].max() / effector.reach)]
+    return result
+
+
+def _anchor(chain: Chain) -> np.ndarray:
+    """Return the fixed point the reach is measured from (the first joint's origin)."""
+    return chain.joint_positions(chain.neutral())[0]
+
+
+def out_of_reach(chain: Chain, targets: int, rng: np.random.Generator) -> dict[str, Any]:
+    """Solve targets 1.2 to 2 reaches away: how close the chain gets, and how fast."""
+    solver = IkSolver(chain)
+    reach = solver._tree.effectors[0].reach
+    anchor = _anchor(chain)
+    directions = rng.normal(size=(targets, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    points = anchor + directions * reach * rng.uniform(1.2, 2.0, size=(targets, 1))
+    times, remaining, excess, violations = [], [], [], []
+    for target in points:
+        result, micros = timed_solve(solver, target, None)
+        times.append(micros)
+        error = float(np.linalg.norm(chain.tip_position(result.q) - target))
+        remaining.append(error)
+        excess.append(error - (np.linalg.norm(target - anchor) - reach))
+        violations.append(limit_violation(chain, result.q))
+    return {
+        'targets': targets,
+        **summary(times),
+        'mean_remaining_m': float(np.mean(remaining)),
+        'mean_excess_over_straight_m': float(np.mean(excess)),
+        'max_limit_violation_rad': float(max(violations)),
+    }
+
+
+def variants(chain: Chain, targets: int, rng: np.random.Generator) -> dict[str, Any]:
+    """Solve one target set with each variant; ratios are to the default's figures."""
+    poses = random_poses(chain, targets, rng)
+    points = np.array([chain.tip_position(q) for q in poses])
+    figures = {name: solve_targets(chain, IkSolver(chain, **options), points,
+                                   [None] * targets)
+               for name, options in VARIANTS.items()}
+    base = figures['default (fit whole chain)']
+    for entry in figures.values():
+        entry['median_time_ratio'] = entry['median_us'] / base['median_us']
+        entry['p95_time_ratio'] = entry['p95_us'] / base['p95_us']
+    return figures
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    """Return a markdown table."""
+    lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+    lines += ['| ' + ' | '.join(row) + ' |' for row in rows]
+    return '\n'.join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark, print the tables and write the JSON results."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument('--targets', type=int, default=1000)
+    parser.add_argument('--quick', action='store_true', help='100 targets, short paths')
+    args = parser.parse_args(argv)
+    count = 100 if args.quick else args.targets
+    small = max(count // 5, 20)
+    results: dict[str, Any] = {
+        'machine': {'python': platform.python_version(), 'numpy': np.__version__,
+                    'processor': platform.processor() or platform.machine()},
+        'settings': {'success_m': SUCCESS_M, 'tolerance_m': IkSolver.__init__.__defaults__[0],
+                     'repeats': REPEATS, 'seed': SEED},
+        'robots': {},
+    }
+    for name, build in ROBOTS.items():
+        chain = build()
+        rng = np.random.default_rng(SEED)
+        print(f'{name}: {chain.dof} joints ...', file=sys.stderr)
+        results['robots'][name] = {
+            'dof': chain.dof,
+            'reachable': reachable(chain, count, rng),
+            'tracking': tracking(chain, 1001, rng),
+            'near_stretch': near_stretch(chain, small, rng),
+            'out_of_reach': out_of_reach(chain, small, rng),
+            'variants': variants(chain, small, rng),
+        }
+    print(report(results))
+    out = REPO / 'bench' / 'results' / 'ik_bench.json'
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + '\n')
+    print(f'\nwrote {out.relative_to(REPO)}')
+
+
+def report(results: dict[str, Any]) -> str:
+    """Return the markdown tables of a results dict."""
+    robots = results['robots']
+    rows = []
+    for name, r in robots.items():
+        reach, track, edge, far = (r['reachable'], r['tracking'], r['near_stretch'],
+                                   r['out_of_reach'])
+        rows.append([
+            f"{name} ({r['dof']})", f"{reach['success_rate']:.1%}",
+            f"{reach['median_us']:.0f} / {reach['p95_us']:.0f}",
+            f"{reach['mean_iterations']:.1f} ({reach['mean_fabrik_iterations']:.1f} + "
+            f"{reach['mean_closing_steps']:.1f})",
+            f"{reach['median_share_of_distance_removed_by_fabrik']:.1%}",
+            f"{reach['restart_rate']:.1%}", f"{reach['max_limit_violation_rad']:.0e}",
+            f"{track['success_rate']:.1%}, {track['median_us']:.0f} / {track['p95_us']:.0f}"
+            f", {track['largest_joint_jump_rad']:.3f}",
+            f"{edge['success_rate']:.1%}, {edge['median_us']:.0f}",
+            f"{far['mean_excess_over_straight_m'] * 1e3:.2f} mm, {far['median_us']:.0f}",
+        ])
+    text = table(rows, [
+        'robot (DOF)', 'success ≤1 mm', 'median / p95 µs', 'iterations (FABRIK + closing)',
+        'distance removed by FABRIK', 'restarted', 'max limit violation rad',
+        'tracking: success, median / p95 µs, max jump rad', 'near stretch: success, median µs',
+        'out of reach: excess over straight, median µs'])
+    variant_rows = []
+    for name, r in robots.items():
+        for variant, v in r['variants'].items():
+            variant_rows.append([
+                name, variant, f"{v['success_rate']:.1%}", f"{v['median_us']:.0f}",
+                f"{v['median_time_ratio']:.2f}", f"{v['p95_time_ratio']:.2f}",
+                f"{v['mean_fabrik_iterations']:.1f} + {v['mean_closing_steps']:.1f}"])
+    text += '\n\nVariants (same targets, same run; time ratios to the default):\n\n'
+    text += table(variant_rows, ['robot', 'variant', 'success ≤1 mm', 'median µs',
+                                 'median ratio', 'p95 ratio', 'FABRIK + closing'])
+    return text
+
+
+if __name__ == '__main__':
+    main()
