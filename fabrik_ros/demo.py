@@ -356,7 +356,7 @@ class Recording:
     def save(self, path: Path, chain: Chain, plan: TargetPlan) -> None:
         """Write joint points and tips over time (base frame, metres) and the targets."""
         np.savez_compressed(
-            path, mode=plan.mode, t=np.array(self.t), q=np.array(self.q),
+            path, mode=plan.mode, period=plan.period, t=np.array(self.t), q=np.array(self.q),
             joint_positions=np.array([chain.joint_positions(q) for q in self.q]),
             effector_positions=np.array([chain.effector_positions(q) for q in self.q]),
             targets=np.array(self.targets), phase=np.array(self.phase),

@@ -8,10 +8,10 @@ The README pictures come from real runs, regenerated with (from the repository r
     python3 -m fabrik_ros.demo --mode spider --record /tmp/spider.npz
     python3 -m fabrik_ros.render /tmp/spider.npz -o docs/images/spider.png
 
-Left: a 3D view with the measured chain at a few moments of the moving phase (faded
-oldest to newest), the final stretched pose toward the out-of-reach target, the target
-paths (dashed) and the measured tip paths. Right: the measured tip's distance from its
-target over time, per phase. Needs matplotlib (``pip install matplotlib``); no ROS.
+Left: a 3D view with the measured chain at a few moments of the last lap of the moving
+phase (faded oldest to newest), the final stretched pose toward the out-of-reach targets,
+the target paths (dashed) and the measured tip paths. Right: the measured tip's distance
+from its target over time, per phase. Needs matplotlib (``pip install matplotlib``); no ROS.
 """
 
 import argparse
@@ -53,9 +53,14 @@ def draw_pose(ax, run: dict, index: int, colour: str, alpha: float) -> None:
 
 def draw_scene(ax, run: dict) -> None:
     """Draw the 3D view: poses, target and tip paths, the out-of-reach target."""
-    phase = run['phase']
+    phase, t = run['phase'], run['t']
     moving = np.flatnonzero(phase == 0)
-    for rank, index in enumerate(moving[np.linspace(0, len(moving) - 1, SNAPSHOTS).astype(int)]):
+    # Spread over the last lap, so periodic paths show different poses.
+    end = t[moving[-1]]
+    times = np.linspace(max(end - float(run['period']), t[moving[0]]), end, SNAPSHOTS,
+                        endpoint=False)
+    for rank, moment in enumerate(times):
+        index = moving[np.argmin(np.abs(t[moving] - moment))]
         draw_pose(ax, run, index, CHAIN_COLOUR, 0.25 + 0.6 * rank / max(SNAPSHOTS - 1, 1))
     draw_pose(ax, run, len(phase) - 1, STRETCHED_COLOUR, 0.9)
     on_path = phase < 2
