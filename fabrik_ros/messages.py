@@ -1,0 +1,159 @@
+"""
+Conversions between ROS messages and the numpy arrays of the solver core.
+
+Message types only, no rclpy: the node wires these into publishers and subscriptions,
+and tests can check them without DDS.
+"""
+
+from collections.abc import Sequence
+
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point, Quaternion
+import numpy as np
+from sensor_msgs.msg import JointState
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import Marker, MarkerArray
+
+REACHED_COLOUR = ColorRGBA(r=0.1, g=0.8, b=0.2, a=1.0)
+UNREACHED_COLOUR = ColorRGBA(r=0.9, g=0.15, b=0.15, a=1.0)
+TARGET_COLOUR = ColorRGBA(r=1.0, g=0.6, b=0.0, a=0.8)
+JOINT_DIAMETER = 0.03  # metres
+LINK_WIDTH = 0.012  # metres
+TARGET_DIAMETER = 0.04  # metres
+MIN_QUATERNION_NORM = 1e-6  # below this a quaternion has no orientation (e.g. all zeros)
+
+
+class TargetError(ValueError):
+    """A target message that cannot be used; the message says why."""
+
+
+def point_array(point: Point) -> np.ndarray:
+    """Return a geometry_msgs Point as a (3,) array, refusing NaN and inf."""
+    xyz = np.array([point.x, point.y, point.z], dtype=float)
+    if not np.all(np.isfinite(xyz)):
+        raise TargetError(f'target position {xyz.tolist()} is not finite')
+    return xyz
+
+
+def quaternion_array(quaternion: Quaternion) -> np.ndarray:
+    """
+    Return a geometry_msgs Quaternion as a unit (4,) array x, y, z, w.
+
+    Refuses NaN/inf and (near) zero quaternions, which describe no rotation at all.
+    """
+    xyzw = np.array([quaternion.x, quaternion.y, quaternion.z, quaternion.w], dtype=float)
+    if not np.all(np.isfinite(xyzw)):
+        raise TargetError(f'target orientation {xyzw.tolist()} is not finite')
+    norm = float(np.linalg.norm(xyzw))
+    if norm < MIN_QUATERNION_NORM:
+        raise TargetError(f'target orientation {xyzw.tolist()} is a zero quaternion')
+    return xyzw / norm
+
+
+def rotation_matrix(xyzw: np.ndarray) -> np.ndarray:
+    """Return the (3, 3) rotation matrix of a unit quaternion x, y, z, w."""
+    x, y, z, w = xyzw
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def transform_point(translation: np.ndarray, xyzw: np.ndarray,
+                    point: np.ndarray) -> np.ndarray:
+    """Map a (3,) point through the rigid transform (translation, unit quaternion)."""
+    return rotation_matrix(xyzw) @ point + translation
+
+
+def joint_state(names: Sequence[str], positions: np.ndarray, stamp: Time) -> JointState:
+    """Build a JointState with positions in radians, in the order of `names`."""
+    msg = JointState()
+    msg.header.stamp = stamp
+    msg.name = list(names)
+    msg.position = positions.tolist()
+    return msg
+
+
+def branch_paths(joint_parents: Sequence[int],
+                 effector_parents: Sequence[int]) -> list[list[int]]:
+    """
+    Return, per effector, the joint indices from the base to its parent joint.
+
+    A serial chain has one path through every joint; a tree has one per branch, sharing
+    the trunk, so each branch can be drawn as its own line.
+    """
+    paths = []
+    for joint in effector_parents:
+        path = []
+        while joint >= 0:
+            path.append(joint)
+            joint = joint_parents[joint]
+        paths.append(path[::-1])
+    return paths
+
+
+def _points(xyz: np.ndarray) -> list[Point]:
+    return [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in xyz]
+
+
+def _marker(frame_id: str, stamp: Time, namespace: str, marker_id: int,
+            marker_type: int) -> Marker:
+    marker = Marker()
+    marker.header.frame_id = frame_id
+    marker.header.stamp = stamp
+    marker.ns = namespace
+    marker.id = marker_id
+    marker.type = marker_type
+    marker.action = Marker.ADD
+    marker.pose.orientation.w = 1.0
+    return marker
+
+
+def chain_markers(frame_id: str, stamp: Time, joint_points: np.ndarray,
+                  effector_points: np.ndarray, paths: Sequence[Sequence[int]],
+                  targets: np.ndarray, reached: bool) -> MarkerArray:
+    """
+    Draw the solved chain: joints, one line per branch, and the targets.
+
+    joint_points (n, 3) and effector_points (m, 3) are in metres in `frame_id`; paths
+    come from branch_paths; targets (m, 3) hold NaN rows for effectors without a target.
+    Joints and links are green when every target is reached, red otherwise.
+    """
+    colour = REACHED_COLOUR if reached else UNREACHED_COLOUR
+    clear = Marker()
+    clear.header.frame_id = frame_id
+    clear.action = Marker.DELETEALL
+    joints = _marker(frame_id, stamp, 'joints', 0, Marker.SPHERE_LIST)
+    joints.scale.x = joints.scale.y = joints.scale.z = JOINT_DIAMETER
+    joints.color = colour
+    joints.points = _points(joint_points)
+    markers = [clear, joints]
+    base = np.zeros((1, 3))
+    for index, path in enumerate(paths):
+        links = _marker(frame_id, stamp, 'links', index, Marker.LINE_STRIP)
+        links.scale.x = LINK_WIDTH
+        links.color = colour
+        links.points = _points(np.vstack([base, joint_points[list(path)],
+                                          effector_points[index:index + 1]]))
+        markers.append(links)
+    for index, target in enumerate(targets):
+        if np.all(np.isfinite(target)):
+            sphere = _marker(frame_id, stamp, 'targets', index, Marker.SPHERE)
+            sphere.scale.x = sphere.scale.y = sphere.scale.z = TARGET_DIAMETER
+            sphere.color = TARGET_COLOUR
+            sphere.pose.position = _points(target[np.newaxis])[0]
+            markers.append(sphere)
+    return MarkerArray(markers=markers)
+
+
+def diagnostic_array(stamp: Time, name: str, hardware_id: str, level: bytes,
+                     message: str, values: dict[str, object]) -> DiagnosticArray:
+    """Build a one-status DiagnosticArray; values are shown as key/value strings."""
+    status = DiagnosticStatus(level=level, name=name, message=message,
+                              hardware_id=hardware_id)
+    status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
+    msg = DiagnosticArray(status=[status])
+    msg.header.stamp = stamp
+    return msg
