@@ -1,0 +1,194 @@
+"""
+Specification of the FABRIK solver on trees: several effectors, each with its own target.
+
+Checked against the model's own forward kinematics (Chain.forward), as for serial chains.
+"""
+
+import math
+from pathlib import Path
+
+from fabrik_ros.chain import Chain, Effector, Joint, rotation_from_rpy
+from fabrik_ros.config import chain_from_parameters, load_config
+from fabrik_ros.ik import IkSolver
+from hypothesis import given, settings, strategies as st
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TOLERANCE = 1e-4  # metres, the solver's default
+
+
+def robot(name: str) -> Chain:
+    """Return the chain of config/<name>.yaml."""
+    return chain_from_parameters(load_config(REPO / 'config' / f'{name}.yaml'), REPO)
+
+
+def pose_in_limits(chain: Chain, fractions) -> np.ndarray:
+    """Map fractions in [0, 1] to joint angles inside the limits (continuous: +-pi)."""
+    lower = np.maximum(chain.lower, -math.pi)
+    upper = np.minimum(chain.upper, math.pi)
+    return lower + np.asarray(fractions) * (upper - lower)
+
+
+def assert_within_limits(chain: Chain, q: np.ndarray) -> None:
+    """Assert q is finite and inside the joint limits, with zero tolerance."""
+    assert np.all(np.isfinite(q))
+    assert np.all(q >= chain.lower) and np.all(q <= chain.upper)
+
+
+unit = st.floats(0.0, 1.0)
+
+
+@st.composite
+def trees(draw) -> Chain:
+    """
+    Draw a random tree of joints with random offsets, tilts, axes and limits.
+
+    Each joint hangs from a random earlier joint (or the base); every leaf joint carries an
+    effector, and sometimes an inner joint too.
+    """
+    count = draw(st.integers(2, 9))
+    joints = []
+    for index in range(count):
+        parent = draw(st.integers(-1, index - 1)) if index else -1
+        xyz = [draw(st.floats(-0.3, 0.3)) for _ in range(3)]
+        if np.linalg.norm(xyz) < 0.02 and not (parent >= 0 and draw(st.booleans())):
+            xyz[2] = 0.1
+        axis = [draw(st.floats(-1.0, 1.0)) for _ in range(3)]
+        if np.linalg.norm(axis) < 0.1:
+            axis = [0.0, 0.0, 1.0]
+        continuous = draw(st.integers(0, 3)) == 0
+        lower = -math.inf if continuous else draw(st.floats(-math.pi, 0.0))
+        upper = math.inf if continuous else lower + draw(st.floats(0.0, 2.0 * math.pi))
+        rpy = [draw(st.floats(-math.pi, math.pi)) for _ in range(3)]
+        joints.append(Joint(f'j{index}', parent, xyz, rotation_from_rpy(rpy), axis,
+                            lower, upper))
+    parents = {joint.parent for joint in joints}
+    holders = [index for index in range(count) if index not in parents]
+    if draw(st.booleans()):
+        holders.append(draw(st.integers(0, count - 1)))
+    effectors = []
+    for number, holder in enumerate(holders):
+        offset = [draw(st.floats(-0.2, 0.2)) for _ in range(3)]
+        offset[0] += 0.05
+        effectors.append(Effector(f'tip{number}', holder, offset))
+    return Chain('base', joints, effectors)
+
+
+@st.composite
+def tree_problems(draw):
+    """
+    Draw a tree, a seed, and reachable targets for a random subset of the effectors.
+
+    The targets can be reached while the other effectors hold: only joints that move no
+    untargeted effector change between the seed and the pose the targets come from.
+    """
+    chain = draw(trees())
+    seed = pose_in_limits(chain, draw(st.lists(unit, min_size=chain.dof,
+                                               max_size=chain.dof)))
+    targeted = draw(st.lists(st.booleans(), min_size=len(chain.effectors),
+                             max_size=len(chain.effectors)))
+    if not any(targeted):
+        targeted[0] = True
+    free = ~np.any(chain.moves_effector[~np.array(targeted)], axis=0)
+    pose = np.where(free, pose_in_limits(chain, draw(st.lists(
+        unit, min_size=chain.dof, max_size=chain.dof))), seed)
+    targets = chain.effector_positions(pose)
+    targets[~np.array(targeted)] = math.nan
+    return chain, seed, targets
+
+
+class TestTrees:
+    """Every effector gets its own target; the others hold their pose."""
+
+    @settings(max_examples=120, deadline=None)
+    @given(tree_problems())
+    def test_answer_is_finite_in_limits_and_measured_by_forward_kinematics(self, problem):
+        chain, seed, targets = problem
+        result = IkSolver(chain).solve(targets, seed)
+        assert_within_limits(chain, result.q)
+        positions = chain.effector_positions(result.q)
+        np.testing.assert_allclose(result.effector_positions, positions, atol=1e-12)
+        has_target = ~np.isnan(targets[:, 0])
+        distances = np.linalg.norm(positions - targets, axis=1)
+        np.testing.assert_allclose(result.errors[has_target], distances[has_target],
+                                   atol=1e-12)
+        assert np.all(np.isnan(result.errors[~has_target]))
+        assert result.error == pytest.approx(distances[has_target].max(), abs=1e-12)
+
+    @settings(max_examples=120, deadline=None)
+    @given(tree_problems())
+    def test_targets_are_reached_and_effectors_without_targets_do_not_drift(self, problem):
+        chain, seed, targets = problem
+        result = IkSolver(chain).solve(targets, seed)
+        assert result.reached, result.errors
+        held = np.isnan(targets[:, 0])
+        drift = np.linalg.norm(chain.effector_positions(result.q)[held]
+                               - chain.effector_positions(seed)[held], axis=1)
+        assert np.all(drift <= TOLERANCE)
+
+    @settings(max_examples=60, deadline=None)
+    @given(tree_problems(), st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3))
+    def test_the_error_never_grows_across_iterations(self, problem, shift):
+        chain, seed, targets = problem
+        targets = targets + np.array(shift)        # often out of reach together
+        result = IkSolver(chain).solve(targets, seed, trace=True)
+        assert np.all(np.diff(result.history) <= 0.0)
+        # The logged error is the root-sum-square over targets and held poses, from FK.
+        goals = np.where(np.isnan(targets), chain.effector_positions(chain.clip(seed)), targets)
+        for q, error in zip(result.trace, result.history):
+            assert_within_limits(chain, q)
+            rss = np.linalg.norm(chain.effector_positions(q) - goals)
+            assert rss == pytest.approx(error, abs=1e-12)
+
+
+class TestRobots:
+    """The dual arm and the spider of config/ behave as their users expect."""
+
+    def test_both_arms_reach_their_own_targets_at_once(self):
+        dual = robot('dual_arm')
+        rng = np.random.default_rng(4)
+        solver = IkSolver(dual)
+        for _ in range(30):
+            targets = dual.effector_positions(pose_in_limits(dual, rng.uniform(size=dual.dof)))
+            result = solver.solve(dict(zip(dual.effector_names, targets)))
+            assert result.reached
+            np.testing.assert_array_less(
+                np.linalg.norm(dual.effector_positions(result.q) - targets, axis=1), TOLERANCE)
+            assert_within_limits(dual, result.q)
+
+    def test_one_arm_moves_and_the_other_holds(self):
+        dual = robot('dual_arm')
+        seed = pose_in_limits(dual, np.full(dual.dof, 0.5))
+        start = dual.effector_positions(seed)
+        target = start[0] + [0.05, -0.1, 0.08]
+        result = IkSolver(dual).solve({dual.effector_names[0]: target}, seed)
+        assert result.reached
+        np.testing.assert_allclose(dual.effector_positions(result.q)[1], start[1],
+                                   atol=TOLERANCE)
+        assert math.isnan(result.errors[1])
+
+    def test_conflicting_targets_out_of_reach_give_a_compromise(self):
+        dual = robot('dual_arm')
+        ahead = dual.effector_positions(dual.neutral())
+        targets = ahead + np.array([[0.0, 3.0, 0.0], [0.0, -3.0, 0.0]])
+        result = IkSolver(dual).solve(targets)
+        assert not result.reached
+        assert np.all(np.isfinite(result.errors))
+        assert_within_limits(dual, result.q)
+        # Each arm stretches toward its own side.
+        positions = dual.effector_positions(result.q)
+        assert positions[0, 1] > ahead[0, 1] and positions[1, 1] < ahead[1, 1]
+
+    def test_a_free_spider_body_shifts_toward_its_feet_targets(self):
+        spider = robot('spider')
+        feet = spider.effector_positions(spider.neutral())
+        shift = np.array([0.3, 0.1, 0.0])
+        pinned = IkSolver(spider).solve(feet + shift)
+        free = IkSolver(spider, root='free').solve(feet + shift)
+        assert free.reached and not pinned.reached
+        assert free.base_position @ shift > 0.5 * shift @ shift
+        np.testing.assert_allclose(
+            free.effector_positions, spider.effector_positions(free.q) + free.base_position,
+            atol=1e-12)
+        assert_within_limits(spider, free.q)
