@@ -192,12 +192,12 @@ class Tracker:
     last_ik_error: float = float('nan')
 
     def sent(self, targets: np.ndarray, now: float) -> None:
-        """Note targets published at ``now`` (seconds)."""
+        """Note targets (one message per effector) published at ``now`` (seconds)."""
         self.target = targets
         self.recent.append((now, targets))
         while now - self.recent[0][0] > RECENT:
             self.recent.popleft()
-        self.targets_sent += 1
+        self.targets_sent += len(targets)
 
     def command(self, q: np.ndarray, phase: int | None) -> None:
         """Score a command: each tip against the closest of its targets sent of late.
@@ -214,14 +214,14 @@ class Tracker:
         if phase is not None:
             self.ik_errors[phase].append(self.last_ik_error)
 
-    def measured(self, q: np.ndarray, phase: int | None) -> np.ndarray:
-        """Score a measured pose against the current targets; return its tips (m, 3)."""
+    def measured(self, q: np.ndarray, phase: int | None) -> None:
+        """Score a measured pose against the current targets."""
+        if self.target is None:
+            return
         tips = self.chain.effector_positions(q)
-        if self.target is not None:
-            self.last_arm_error = float(np.max(np.linalg.norm(tips - self.target, axis=1)))
-            if phase is not None:
-                self.arm_errors[phase].append(self.last_arm_error)
-        return tips
+        self.last_arm_error = float(np.max(np.linalg.norm(tips - self.target, axis=1)))
+        if phase is not None:
+            self.arm_errors[phase].append(self.last_arm_error)
 
     def diagnostics(self, values: dict[str, str], counting: bool) -> None:
         """Take the node's report (solve rate, error, iterations)."""
