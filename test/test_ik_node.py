@@ -15,6 +15,7 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import chain_from_parameters, load_config
+from fabrik_ros.messages import REACHED_COLOUR, UNREACHED_COLOUR
 from geometry_msgs.msg import PointStamped, PoseStamped
 import numpy as np
 import pytest
@@ -24,7 +25,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
+from std_msgs.msg import ColorRGBA, String
+from visualization_msgs.msg import MarkerArray
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MM = 1e-3  # metres
@@ -310,6 +312,28 @@ def test_unreachable_target_stretches_toward_it_and_reports_the_distance(start_n
     status = client.status_after('/ik_node', sent)
     assert status['reached'] == 'False'
     assert float(status['error_m']) == pytest.approx(1.2, abs=MM)
+
+
+def test_markers_show_the_chain_green_when_reached_red_when_not(start_node, client, chain):
+    start_arm(start_node, client, marker_rate=20.0)
+    markers: list[MarkerArray] = []
+    client.node.create_subscription(MarkerArray, '/ik_node/markers', markers.append, 10)
+
+    def drawn(colour: ColorRGBA, tip: np.ndarray) -> bool:
+        if not markers:
+            return False
+        line = next(m for m in markers[-1].markers if m.ns == 'links')
+        end = line.points[-1]
+        rgba = [(c.r, c.g, c.b, c.a) for c in (line.color, colour)]
+        return np.allclose(*rgba) and np.allclose([end.x, end.y, end.z], tip, atol=1e-6)
+
+    command = assert_reaches(client, chain, chain.tip_position(POSE_REACHED))
+    tip = chain.tip_position(np.array(command.position))
+    assert client.spin_until(lambda: drawn(REACHED_COLOUR, tip), 3.0)
+    client.send_pose(np.array([2.0, 0.0, 0.0]))  # out of reach
+    command = client.next_command()
+    tip = chain.tip_position(np.array(command.position))
+    assert client.spin_until(lambda: drawn(UNREACHED_COLOUR, tip), 3.0)
 
 
 @pytest.mark.parametrize('bad', [

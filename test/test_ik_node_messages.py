@@ -1,0 +1,86 @@
+"""Message conversions of the IK node, without DDS: what goes in is refused or converted."""
+
+import math
+
+from builtin_interfaces.msg import Time
+from fabrik_ros.chain import Chain
+from fabrik_ros.messages import (branch_paths, chain_markers, point_array, quaternion_array,
+                                 REACHED_COLOUR, rotation_matrix, TargetError,
+                                 transform_point, UNREACHED_COLOUR)
+from geometry_msgs.msg import Point, Quaternion
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import numpy as np
+import pytest
+from visualization_msgs.msg import Marker
+
+finite = st.floats(-10.0, 10.0)
+
+
+@pytest.mark.parametrize('xyz', [(math.nan, 0.0, 0.0), (0.0, math.inf, 0.0),
+                                 (0.0, 0.0, -math.inf)])
+def test_non_finite_positions_are_refused(xyz):
+    with pytest.raises(TargetError, match='not finite'):
+        point_array(Point(x=xyz[0], y=xyz[1], z=xyz[2]))
+
+
+@pytest.mark.parametrize('xyzw, reason', [((0.0, 0.0, 0.0, 0.0), 'zero quaternion'),
+                                          ((1e-9, 0.0, 0.0, 0.0), 'zero quaternion'),
+                                          ((0.0, math.nan, 0.0, 1.0), 'not finite')])
+def test_unusable_quaternions_are_refused(xyzw, reason):
+    x, y, z, w = xyzw
+    with pytest.raises(TargetError, match=reason):
+        quaternion_array(Quaternion(x=x, y=y, z=z, w=w))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.tuples(finite, finite, finite, finite).filter(
+    lambda q: np.linalg.norm(q) > 1e-3))
+def test_quaternions_become_proper_rotations(xyzw):
+    x, y, z, w = xyzw
+    rotation = rotation_matrix(quaternion_array(Quaternion(x=x, y=y, z=z, w=w)))
+    assert np.allclose(rotation @ rotation.T, np.eye(3), atol=1e-9)
+    assert np.linalg.det(rotation) == pytest.approx(1.0)
+
+
+def test_transform_point_rotates_then_translates():
+    quarter_turn_about_z = np.array([0.0, 0.0, math.sin(math.pi / 4), math.cos(math.pi / 4)])
+    moved = transform_point(np.array([1.0, 2.0, 3.0]), quarter_turn_about_z,
+                            np.array([1.0, 0.0, 0.0]))
+    assert np.allclose(moved, [1.0, 3.0, 3.0])
+
+
+def test_branch_paths_follow_each_effector_back_to_the_base():
+    # joints: 0 trunk, 1-2 left arm, 3-4 right arm
+    assert branch_paths([-1, 0, 1, 0, 3], [2, 4]) == [[0, 1, 2], [0, 3, 4]]
+    assert branch_paths([-1, 0, 1], [2]) == [[0, 1, 2]]
+
+
+def legged() -> Chain:
+    """Return a two-legged tree of 2-segment legs."""
+    return Chain.from_parameters(2, 0.1, legs=2, body_radius=0.05, tip_link='foot')
+
+
+@pytest.mark.parametrize('reached, colour', [(True, REACHED_COLOUR),
+                                             (False, UNREACHED_COLOUR)])
+def test_markers_draw_every_branch_and_the_targets(reached, colour):
+    chain = legged()
+    q = chain.neutral()
+    kinematics = chain.forward(q)
+    paths = branch_paths(chain.parents.tolist(), [e.parent for e in chain.effectors])
+    targets = np.array([[0.2, 0.0, 0.0], [np.nan, np.nan, np.nan]])
+    markers = chain_markers('base_link', Time(sec=1), kinematics.positions,
+                            kinematics.effectors, paths, targets, reached).markers
+    assert markers[0].action == Marker.DELETEALL
+    joints = [m for m in markers if m.ns == 'joints']
+    links = [m for m in markers if m.ns == 'links']
+    spheres = [m for m in markers if m.ns == 'targets']
+    assert len(joints[0].points) == chain.dof and joints[0].color == colour
+    assert len(links) == 2  # one line per leg, each from the base to its foot
+    for line, path, foot in zip(links, paths, kinematics.effectors):
+        assert line.type == Marker.LINE_STRIP and line.color == colour
+        assert len(line.points) == len(path) + 2
+        assert (line.points[-1].x, line.points[-1].y, line.points[-1].z) == tuple(foot)
+    assert len(spheres) == 1  # no sphere for the leg without a target
+    assert spheres[0].pose.position.x == 0.2
+    assert all(m.header.frame_id == 'base_link' for m in markers)
