@@ -276,7 +276,8 @@ def format_summary(summary: dict) -> str:
     reached = summary['reached_fraction']
     unreachable = beyond['node_reached'] is False
     return '\n'.join([
-        f'summary ({summary["mode"]}, {summary["duration_s"]:.1f} s)',
+        f'summary ({summary["mode"]}, {Path(summary["config"]).name}, '
+        f'{summary["duration_s"]:.1f} s)',
         f'  targets sent        {summary["targets_sent"]}',
         f'  solves              {summary["solves"]} (node report), '
         f'{summary["commands_scored"]} commands scored',

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fabrik_ros.chain import Chain
 import numpy as np
 
 # Relative slack on the acceleration bound, so rounding never leaves a joint creeping on
@@ -73,6 +74,18 @@ class MotionLimits:
             if (vector <= 0.0).any():
                 raise ValueError(f'{name} must be positive, got {vector.tolist()}')
         return cls(lower_v, upper_v, **vectors)
+
+    @classmethod
+    def for_chain(cls, chain: Chain, max_acceleration: float | np.ndarray = np.inf,
+                  max_step: float | np.ndarray = np.inf,
+                  default_max_velocity: float = np.inf) -> MotionLimits:
+        """Return the chain's position and velocity limits with the given extra limits.
+
+        Joints whose model gives no velocity limit get ``default_max_velocity``.
+        """
+        velocity = np.where(np.isfinite(chain.max_velocity), chain.max_velocity,
+                            default_max_velocity)
+        return cls.create(chain.lower, chain.upper, velocity, max_acceleration, max_step)
 
     @property
     def size(self) -> int:

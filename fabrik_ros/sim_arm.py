@@ -46,14 +46,6 @@ SIM_PARAMETERS = {
 # pose; without it the arm starts at the chain's neutral pose.
 
 
-def motion_limits(chain: Chain, max_acceleration: float,
-                  default_max_velocity: float) -> MotionLimits:
-    """Return the limits the simulated drives obey: the model's, with a default velocity."""
-    velocity = np.where(np.isfinite(chain.max_velocity), chain.max_velocity,
-                        default_max_velocity)
-    return MotionLimits.create(chain.lower, chain.upper, velocity, max_acceleration)
-
-
 def initial_pose(chain: Chain, positions: list[float]) -> np.ndarray:
     """Return ``positions`` (one per joint, clipped into the limits), or neutral if empty."""
     if not positions:
@@ -87,8 +79,9 @@ class SimArm(Node):
                              '(robot_description_file or chain.*)')
         self._names = list(chain.joint_names)
         self._index = {name: index for index, name in enumerate(self._names)}
-        limits = motion_limits(chain, params['sim.max_acceleration'],
-                               params['sim.default_max_velocity'])
+        limits = MotionLimits.for_chain(
+            chain, max_acceleration=params['sim.max_acceleration'],
+            default_max_velocity=params['sim.default_max_velocity'])
         start = initial_pose(chain, list(params.get('sim.initial_positions', [])))
         self._limiter = MotionLimiter(limits, start)
         self._target = start.copy()

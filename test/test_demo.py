@@ -73,7 +73,7 @@ def test_single_mode_demo_tracks_the_figure_eight_and_reports_out_of_reach(
         cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     output = process.stdout + process.stderr
     assert process.returncode == 0, output
-    assert 'summary (single, 7.0 s)' in process.stdout
+    assert 'summary (single, arm.yaml, 7.0 s)' in process.stdout
     summary = json.loads(summary_path.read_text())
     # The IK node's commands put the tip on each moving target (FK of the commanded joints).
     assert summary['commands_scored'] > 100, output

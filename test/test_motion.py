@@ -1,5 +1,6 @@
 """Specification of the joint motion limits (fabrik_ros.motion)."""
 
+from fabrik_ros.chain import Chain
 from fabrik_ros.motion import (braking_speed, limit_step, MotionLimiter, MotionLimits,
                                time_to_reach)
 from hypothesis import assume, given, settings
@@ -115,6 +116,16 @@ def test_slowest_joint_sets_the_time_and_targets_are_clipped() -> None:
     """time_to_reach is the max over joints, to the clipped target."""
     limits = MotionLimits.create([-1.0, -1.0], [1.0, 1.0], [1.0, 0.5], np.inf)
     assert time_to_reach([0.0, 0.0], [0.5, 9.0], limits) == pytest.approx(2.0)
+
+
+def test_limits_for_a_chain_take_its_range_and_velocities() -> None:
+    """Joints without a velocity limit in the model get the default one."""
+    chain = Chain.from_parameters(2, 0.3, joint_limit=[1.0, 2.0], max_velocity=np.inf)
+    limits = MotionLimits.for_chain(chain, max_acceleration=5.0, default_max_velocity=1.5)
+    assert np.array_equal(limits.lower, [-1.0, -2.0]) and np.array_equal(limits.upper, [1, 2])
+    assert np.array_equal(limits.max_velocity, [1.5, 1.5])
+    assert np.array_equal(limits.max_acceleration, [5.0, 5.0])
+    assert np.all(np.isinf(limits.max_step))
 
 
 def test_max_step_guard_caps_each_step() -> None:

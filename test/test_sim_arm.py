@@ -122,3 +122,23 @@ def test_bad_commands_are_ignored_and_the_arm_keeps_running(probe: ArmProbe) -> 
     assert 'non-finite positions' in log and '2 names but 1 positions' in log
     assert "unknown joints ['elbow']" in log
     assert probe.process.running()
+
+
+def test_start_pose_comes_from_the_parameters(ros_context, start_node) -> None:
+    """sim.initial_positions sets the start pose, clipped into the limits."""
+    start_node('sim_arm', params=[PARAMS, {'sim': {'initial_positions': [0.4, -9.0]}}])
+    arm = ArmProbe(ros_context)
+    try:
+        arm.wait_for_arm()
+        assert arm.latest() == {'seg1_yaw': 0.4, 'seg2_pitch': -LIMIT}
+    finally:
+        arm.executor.shutdown()
+        arm.node.destroy_node()
+
+
+def test_a_start_pose_of_the_wrong_length_stops_the_node_with_a_reason(start_node) -> None:
+    """A configuration error is fatal at start-up, with the reason and exit code 1."""
+    process = start_node('sim_arm',
+                         params=[PARAMS, {'sim': {'initial_positions': [0.1, 0.2, 0.3]}}])
+    assert process.popen.wait(30.0) == 1
+    assert 'sim.initial_positions has 3 values for 2 joints' in process.log()
