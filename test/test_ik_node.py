@@ -427,3 +427,27 @@ def test_namespaced_nodes_do_not_cross_talk(start_node, client, chain):
                        namespace)
         client.spin_until(lambda: False, QUIET_PERIOD)
         assert len(client.joint_states[other]) == others_before, f'{other} answered too'
+
+
+def test_two_effectors_commanded_at_once(start_node, client):
+    path = REPO_ROOT / 'config' / 'dual_arm.yaml'
+    chain = chain_from_parameters(load_config(path), REPO_ROOT)
+    start_node('ik_node', params=[path, {'publish_rate': 0.0}])
+    client.listen('')
+    client.wait_for_node()
+    random = np.random.default_rng(11)
+    for _ in range(2):
+        pose = np.clip(random.uniform(-0.8, 0.8, chain.dof), chain.lower, chain.upper)
+        targets = chain.effector_positions(pose)  # reachable together
+        received = client.joint_states['']
+        for name, target in zip(chain.effector_names, targets):
+            client.send_pose(target, topic=f'{name}/target_pose')
+
+        def both_reached() -> bool:
+            if not received:
+                return False
+            tips = chain.effector_positions(np.array(received[-1].position))
+            return bool(np.all(np.linalg.norm(tips - targets, axis=1) <= MM))
+
+        assert client.spin_until(both_reached, REPLY_TIMEOUT), 'not every effector reached'
+        assert list(received[-1].name) == chain.joint_names  # one JointState for all joints
