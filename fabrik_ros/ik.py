@@ -93,7 +93,8 @@ class _State(NamedTuple):
 
     q: list[float]                  # radians
     base: tuple[float, float, float]  # metres, the root point
-    frames: list[tuple[float, ...]]   # per joint: canonical rotation (9, row-major), origin (3)
+    frames: list[tuple[float, ...]]   # per joint (and the base last): canonical rotation
+    #                                   (9, row-major), origin (3)
     points: list[tuple[float, float, float]]  # per point: position, metres
 
 
@@ -187,6 +188,7 @@ class _Tree:
             self.effectors.append(_Effector(
                 effector.parent, point, _floats(up.T @ effector.offset), joints,
                 tuple(path), tuple(along.tolist()), anchor, float(along[0]) if path else 0.0))
+        self.effector_links = [(e.parent, e.point, e.offset) for e in self.effectors]
         self.n_points = len(parent_point)
         self.children: list[list[tuple[int, float]]] = [[] for _ in parent_point]
         for point in range(1, self.n_points):
@@ -234,14 +236,11 @@ class _Tree:
         points: FABRIK's root-to-tip pass.
         """
         q = list(q)
-        frames: list[tuple[float, ...]] = []
+        # One frame per joint, then the base's at index -1 (parent -1).
+        frames: list[tuple[float, ...]] = [_IDENTITY + base] * (len(q) + 1)
         points = [base] * self.n_points
         for index, (parent, point, b, t, lower, upper) in enumerate(self.joints):
-            if parent < 0:
-                k0, k1, k2, k3, k4, k5, k6, k7, k8 = _IDENTITY
-                px, py, pz = base
-            else:
-                k0, k1, k2, k3, k4, k5, k6, k7, k8, px, py, pz = frames[parent]
+            k0, k1, k2, k3, k4, k5, k6, k7, k8, px, py, pz = frames[parent]
             tx, ty, tz = t
             px, py, pz = (px + k0 * tx + k1 * ty + k2 * tz, py + k3 * tx + k4 * ty + k5 * tz,
                           pz + k6 * tx + k7 * ty + k8 * tz)
@@ -258,16 +257,12 @@ class _Tree:
                                    old.frames[index], old.points, desired, fits[index])
                 q[index] = angle
             c, s = math.cos(angle), math.sin(angle)
-            frames.append((c * h0 + s * h1, c * h1 - s * h0, h2, c * h3 + s * h4,
-                           c * h4 - s * h3, h5, c * h6 + s * h7, c * h7 - s * h6, h8,
-                           px, py, pz))
+            frames[index] = (c * h0 + s * h1, c * h1 - s * h0, h2, c * h3 + s * h4,
+                             c * h4 - s * h3, h5, c * h6 + s * h7, c * h7 - s * h6, h8,
+                             px, py, pz)
             points[point] = (px, py, pz)
-        for parent, point, t, *_ in self.effectors:
-            if parent < 0:
-                k0, k1, k2, k3, k4, k5, k6, k7, k8 = _IDENTITY
-                px, py, pz = base
-            else:
-                k0, k1, k2, k3, k4, k5, k6, k7, k8, px, py, pz = frames[parent]
+        for parent, point, t in self.effector_links:
+            k0, k1, k2, k3, k4, k5, k6, k7, k8, px, py, pz = frames[parent]
             tx, ty, tz = t
             points[point] = (px + k0 * tx + k1 * ty + k2 * tz, py + k3 * tx + k4 * ty + k5 * tz,
                              pz + k6 * tx + k7 * ty + k8 * tz)
@@ -467,6 +462,8 @@ def _damped_least_squares(rows: list[list[float]], residual: list[float],
 def _weighted_step(rows: list[list[float]], residual: list[float], weights: list[float],
                    damping: float) -> list[float]:
     """Return the damped least-squares step with column weights: W J^T (J W^2 J^T + d)^-1 r."""
+    if min(weights) == 1.0:
+        return _damped_least_squares(rows, residual, damping)
     scaled = [[value * weight for value, weight in zip(row, weights)] for row in rows]
     step = _damped_least_squares(scaled, residual, damping)
     return [weight * value for weight, value in zip(weights, step)]
@@ -483,9 +480,10 @@ class IkSolver:
     fit: which downstream points a joint's angle brings onto the FABRIK points for a
     reachable target: 'chain' (the whole downstream chain, default) or 'next' (the next
     points, the classic forward pass). Out-of-reach targets always use 'next'.
-    fabrik_gain: FABRIK continues while an iteration cuts the error below this fraction of
-    the previous error; after that the closing step takes over. closing_radius: metres;
-    from an error this small the closing step starts at once (default: 2 % of the reach).
+    fabrik_gain, closing_radius: FABRIK iterates while each iteration cuts the error below
+    fabrik_gain times the previous one and the error exceeds closing_radius (metres,
+    default 10 % of the reach); then damped least-squares steps close the rest, quadratic
+    where FABRIK is linear. A seed already within closing_radius goes straight to them.
     max_restarts: attempts from other seeds when a solve stalls short of a target that may
     be reachable.
     """
@@ -516,13 +514,14 @@ class IkSolver:
         self._fits = self._tree.whole_fit if fit == 'chain' else self._tree.next_fit
         reach = max(effector.reach for effector in self._tree.effectors)
         if closing_radius is None:
-            closing_radius = 0.02 * reach
+            closing_radius = 0.1 * reach
         if not closing_radius >= 0.0:   # inf allowed: the closing step alone
             raise ValueError(f'closing_radius must be >= 0 metres, got {closing_radius}')
         self.closing_radius = float(closing_radius)
         self._effector_index = {name: i for i, name in enumerate(chain.effector_names)}
-        self._lower = [float(v) for v in chain.lower]
-        self._upper = [float(v) for v in chain.upper]
+        self._lower = chain.lower.tolist()
+        self._upper = chain.upper.tolist()
+        self._neutral = chain.neutral().tolist()
         rng = np.random.default_rng(_RESTART_SEED)
         low = np.maximum(chain.lower, -math.pi)
         high = np.minimum(chain.upper, math.pi)
@@ -546,8 +545,8 @@ class IkSolver:
             if array.shape == (3,) and m == 1:
                 rows[0] = _point(array, 'target')
             elif array.shape == (m, 3):
-                for index, row in enumerate(array):
-                    if not np.all(np.isnan(row)):
+                for index, row in enumerate(array.tolist()):
+                    if not all(map(math.isnan, row)):
                         rows[index] = _point(row, f'target for {names[index]!r}')
             else:
                 raise ValueError(
@@ -561,15 +560,15 @@ class IkSolver:
     def _seed(self, seed: object) -> list[float]:
         """Return the seed clipped into the limits; ValueError on a wrong or NaN seed."""
         if seed is None:
-            return self.chain.neutral().tolist()
+            return list(self._neutral)
         array = np.asarray(seed, dtype=float)
-        n = len(self._lower)
-        if array.shape != (n,):
-            raise ValueError(f'seed has shape {array.shape}, expected ({n},) for joints '
-                             f'{self.chain.joint_names}')
-        if not np.all(np.isfinite(array)):
-            raise ValueError(f'seed is not finite: {array.tolist()}')
-        return np.clip(array, self.chain.lower, self.chain.upper).tolist()
+        if array.shape != (len(self._lower),):
+            raise ValueError(f'seed has shape {array.shape}, expected ({len(self._lower)},) '
+                             f'for joints {self.chain.joint_names}')
+        values = array.tolist()
+        if not all(map(math.isfinite, values)):
+            raise ValueError(f'seed is not finite: {values}')
+        return [min(max(v, lo), hi) for v, lo, hi in zip(values, self._lower, self._upper)]
 
     # ------------------------------------------------------------------ solve
 
@@ -608,15 +607,15 @@ class IkSolver:
 
     def _result(self, state: _State, targets: list, solve: _Solve) -> IkResult:
         """Package a final state; errors are measured from its forward kinematics."""
-        positions = np.array([state.points[e.point] for e in self._tree.effectors])
-        errors = np.array([math.dist(goal, position) if goal is not None else math.nan
-                           for goal, position in zip(targets, positions.tolist())])
-        error = float(np.nanmax(errors))
+        positions = [state.points[e.point] for e in self._tree.effectors]
+        errors = [math.dist(goal, position) if goal is not None else math.nan
+                  for goal, position in zip(targets, positions)]
+        error = max(e for e in errors if e == e)    # NaN != NaN: effectors without a target
         return IkResult(
-            q=np.array(state.q), error=error, errors=errors,
+            q=np.array(state.q), error=error, errors=np.array(errors),
             iterations=solve.fabrik_iterations + solve.closing_steps,
             reached=error <= self.tolerance, base_position=np.array(state.base),
-            effector_positions=positions, fabrik_iterations=solve.fabrik_iterations,
+            effector_positions=np.array(positions), fabrik_iterations=solve.fabrik_iterations,
             closing_steps=solve.closing_steps, restarts=solve.restarts,
             initial_error=solve.initial_error, fabrik_error=solve.fabrik_error,
             history=solve.history, trace=solve.trace)
@@ -624,12 +623,12 @@ class IkSolver:
 
 def _point(value: object, what: str) -> tuple[float, float, float]:
     """Return a finite 3-vector as floats, or raise ValueError naming it."""
-    array = np.asarray(value, dtype=float)
-    if array.shape != (3,):
-        raise ValueError(f'{what} has shape {array.shape}, expected (3,) metres')
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f'{what} is not finite: {array.tolist()}')
-    x, y, z = array.tolist()
+    values = np.asarray(value, dtype=float).tolist()
+    if not isinstance(values, list) or len(values) != 3 or isinstance(values[0], list):
+        raise ValueError(f'{what} has shape {np.shape(value)}, expected (3,) metres')
+    x, y, z = values
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        raise ValueError(f'{what} is not finite: {values}')
     return x, y, z
 
 
@@ -703,7 +702,7 @@ class _Solve:
                 iterations += 1
                 self.fabrik_iterations += 1
                 self._accept(state, objective, error)
-                if gain > solver.fabrik_gain:
+                if gain > solver.fabrik_gain or error <= solver.closing_radius:
                     break
         if math.isnan(self.fabrik_error):
             self.fabrik_error = error
