@@ -24,6 +24,10 @@ os.environ['ROS_LOCALHOST_ONLY'] = '1'
 # Parallel pytest runs (two developers, CI next to a demo) must not see each other's nodes:
 # each process gets its own domain in 1..100 unless the caller chose one.
 os.environ.setdefault('ROS_DOMAIN_ID', str(os.getpid() % 100 + 1))
+# A shell starts background commands with SIGINT ignored, and children inherit that: nodes
+# started by tests would then ignore the Ctrl-C that stops them. Restore the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 STOP_TIMEOUT = 5.0  # seconds a node gets to exit after SIGINT before it is killed
 

@@ -1,0 +1,120 @@
+"""
+Launch the IK node with a simulated arm, robot_state_publisher and RViz.
+
+    ros2 launch fabrik_ros arm.launch.py                          # 6-DOF demo arm in RViz
+    ros2 launch fabrik_ros arm.launch.py config:=tentacle.yaml    # any file in config/, or a path
+    ros2 launch fabrik_ros arm.launch.py sim:=false rviz:=false namespace:=left_arm
+
+Then click RViz's Publish Point tool in the scene, or:
+    ros2 topic pub --once target_pose geometry_msgs/msg/PoseStamped \
+        "{header: {frame_id: base_link}, pose: {position: {x: 0.3, z: 0.4}}}"
+
+Topics with sim:=true: ik_node publishes its commands on `joint_commands`; sim_arm follows
+them within the joint velocity limits and publishes the measured `joint_states`, which
+robot_state_publisher turns into TF. With sim:=false, ik_node publishes its commands on
+`joint_states` directly (or wherever the config's joint_command_topic says).
+"""
+
+from pathlib import Path
+
+from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
+from fabrik_ros.config import load_config, robot_description
+from launch import LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
+from launch.conditions import evaluate_condition_expression
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+PACKAGE = 'fabrik_ros'
+# Topics in rviz/arm.rviz, moved under the namespace when one is given.
+RVIZ_TOPICS = ('/robot_description', '/ik_node/markers')
+
+
+def is_installed(package: str) -> bool:
+    """Tell whether the ament index knows `package`."""
+    try:
+        get_package_share_directory(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def resolve_config(value: str, share_dir: Path) -> Path:
+    """Return the parameters file: a path as given, or a file name in the package's config/."""
+    for candidate in (Path(value).expanduser(), share_dir / 'config' / value):
+        if candidate.is_file():
+            return candidate.absolute()
+    known = sorted(path.name for path in (share_dir / 'config').glob('*.yaml'))
+    raise FileNotFoundError(f"config '{value}' is neither a file nor one of {known}")
+
+
+def flag(context: LaunchContext, name: str) -> bool:
+    """Return the boolean value of launch argument `name` ('true'/'false', '1'/'0')."""
+    return evaluate_condition_expression(context, [LaunchConfiguration(name)])
+
+
+def launch_nodes(context: LaunchContext) -> list:
+    """Return the nodes for the performed launch arguments."""
+    share_dir = Path(get_package_share_directory(PACKAGE))
+    config = resolve_config(LaunchConfiguration('config').perform(context), share_dir)
+    namespace = LaunchConfiguration('namespace').perform(context).strip('/')
+    sim = flag(context, 'sim')
+    params = load_config(config)
+
+    ik_parameters = [str(config)]
+    if sim:
+        ik_parameters.append({'joint_command_topic': 'joint_commands'})
+    actions = [
+        LogInfo(msg=f'fabrik_ros: config {config}'),
+        Node(package=PACKAGE, executable='ik_node', namespace=namespace,
+             parameters=ik_parameters, output='screen'),
+    ]
+    if sim:
+        actions.append(Node(package=PACKAGE, executable='sim_arm', namespace=namespace,
+                            parameters=[str(config)], output='screen'))
+
+    if is_installed('robot_state_publisher'):
+        urdf = robot_description(params, share_dir, robot_name=config.stem)
+        actions.append(Node(
+            package='robot_state_publisher', executable='robot_state_publisher',
+            namespace=namespace, output='screen',
+            parameters=[{'robot_description': ParameterValue(urdf, value_type=str)}]))
+    else:
+        actions.append(LogInfo(msg='robot_state_publisher is not installed: no TF and no '
+                                   'robot_description topic (the IK node does not need them)'))
+
+    if flag(context, 'rviz'):
+        if is_installed('rviz2'):
+            remappings = [(topic, f'/{namespace}{topic}') for topic in RVIZ_TOPICS
+                          if namespace]
+            actions.append(Node(
+                package='rviz2', executable='rviz2', namespace=namespace, output='log',
+                arguments=['-d', str(share_dir / 'rviz' / 'arm.rviz'),
+                           '-f', params['base_link']],
+                remappings=remappings))
+        else:
+            actions.append(LogInfo(msg='rviz2 is not installed: running without RViz '
+                                       '(rviz:=false silences this)'))
+    return actions
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Declare the launch arguments and start the nodes they select."""
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            'config', default_value='arm.yaml',
+            description='Parameters file: a file name in the package config/ folder '
+                        '(arm.yaml, tentacle.yaml, ...) or a path'),
+        DeclareLaunchArgument(
+            'rviz', default_value='true', choices=['true', 'false'],
+            description='Start RViz with rviz/arm.rviz'),
+        DeclareLaunchArgument(
+            'sim', default_value='true', choices=['true', 'false'],
+            description='Start sim_arm: ik_node commands joint_commands, sim_arm publishes '
+                        'joint_states'),
+        DeclareLaunchArgument(
+            'namespace', default_value='',
+            description='Namespace of every node and topic (several arms in one graph)'),
+        OpaqueFunction(function=launch_nodes),
+    ])
