@@ -468,10 +468,10 @@ class DemoNode(Node):
                 raise RuntimeError('a node died')
             self.phase = self.plan.phase(t)
             self.send(self.plan.targets(t))
+            self.wait(1.0 / self.plan.rate)
             if t >= next_line:
                 next_line += LIVE_PERIOD
                 print(self.live_line(t), flush=True)
-            self.wait(1.0 / self.plan.rate)
         self.wait(DIAGNOSTICS_WAIT)
 
     def live_line(self, t: float) -> str:

@@ -63,18 +63,32 @@ def test_tracker_scores_commands_against_recent_targets() -> None:
     assert tracker.ik_errors[0][-1] == pytest.approx(0.01)
 
 
-def test_single_mode_demo_tracks_the_figure_eight_and_reports_out_of_reach(
-        tmp_path: Path) -> None:
-    """A short real run: the commands hit the moving targets, the arm follows and settles."""
-    summary_path, recording = tmp_path / 'summary.json', tmp_path / 'run.npz'
+def run_demo(mode: str, duration: float, folder: Path) -> tuple[str, dict]:
+    """Run the demo as README's first command does; return its output and summary."""
+    summary_path = folder / 'summary.json'
     process = subprocess.run(
-        [sys.executable, '-m', 'fabrik_ros.demo', '--mode', 'single', '--duration', '7',
-         '--summary-json', str(summary_path), '--record', str(recording)],
+        [sys.executable, '-m', 'fabrik_ros.demo', '--mode', mode, '--duration', str(duration),
+         '--summary-json', str(summary_path), '--record', str(folder / 'run.npz')],
         cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     output = process.stdout + process.stderr
     assert process.returncode == 0, output
-    assert 'summary (single, arm.yaml, 7.0 s)' in process.stdout
-    summary = json.loads(summary_path.read_text())
+    assert f'summary ({mode}, {MODES[mode]}, {duration:.1f} s)' in process.stdout, output
+    return output, json.loads(summary_path.read_text())
+
+
+def assert_out_of_reach_reported(summary: dict, output: str) -> None:
+    """Check the last targets are reported unreachable, measured and reported alike."""
+    beyond = summary['out_of_reach']
+    assert beyond['node_reached'] is False, output
+    assert beyond['remaining_m'] > 0.2 * beyond['reach_bound_m'], output
+    assert beyond['node_remaining_m'] == pytest.approx(beyond['remaining_m'], abs=0.005)
+    assert 'out of reach        unreachable' in output
+
+
+def test_single_mode_demo_tracks_the_figure_eight_and_reports_out_of_reach(
+        tmp_path: Path) -> None:
+    """A short real run: the commands hit the moving targets, the arm follows and settles."""
+    output, summary = run_demo('single', 7.0, tmp_path)
     # The IK node's commands put the tip on each moving target (FK of the commanded joints).
     assert summary['commands_scored'] > 100, output
     assert summary['ik_error_mm']['median'] < 0.1, output  # the node's tolerance
@@ -82,15 +96,24 @@ def test_single_mode_demo_tracks_the_figure_eight_and_reports_out_of_reach(
     # The velocity-limited arm lags the moving target a little, and arrives once it holds.
     assert summary['arm_error_mm']['median'] < 10.0, output
     assert summary['arm_error_holding_mm'] < 1.0, output
-    # Out of reach: reported as such, stretched toward it, the remaining distance agrees.
-    beyond = summary['out_of_reach']
-    assert beyond['node_reached'] is False
-    assert beyond['remaining_m'] > 0.2 * beyond['reach_bound_m']
-    assert beyond['node_remaining_m'] == pytest.approx(beyond['remaining_m'], abs=0.005)
-    assert 'out of reach        unreachable' in process.stdout
+    assert_out_of_reach_reported(summary, output)
 
     pytest.importorskip('matplotlib', reason='matplotlib draws the pictures')
     picture = tmp_path / 'run.png'
-    subprocess.run([sys.executable, '-m', 'fabrik_ros.render', str(recording), '-o',
-                    str(picture)], cwd=REPO, check=True, timeout=RUN_TIMEOUT)
+    subprocess.run([sys.executable, '-m', 'fabrik_ros.render', str(tmp_path / 'run.npz'),
+                    '-o', str(picture)], cwd=REPO, check=True, timeout=RUN_TIMEOUT)
     assert picture.read_bytes().startswith(b'\x89PNG') and picture.stat().st_size > 20_000
+
+
+@pytest.mark.parametrize('mode', ['double', 'spider'])
+def test_tree_modes_drive_every_effector(mode: str, tmp_path: Path) -> None:
+    """Double and Spider: one target topic per tip, every tip arrives, then stretches.
+
+    Errors are the max over the tips: all of them arrive while the targets hold, then all
+    stretch toward targets out of reach.
+    """
+    output, summary = run_demo(mode, 7.0, tmp_path)
+    assert summary['commands_scored'] > 30, output
+    assert summary['ik_error_mm']['median'] < 1.0, output
+    assert summary['arm_error_holding_mm'] < 1.0, output
+    assert_out_of_reach_reported(summary, output)
