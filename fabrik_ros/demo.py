@@ -1,4 +1,5 @@
-"""The main job: IK node + simulated arm + moving targets, a live view and a summary.
+"""
+The main job: IK node + simulated arm + moving targets, a live view and a summary.
 
 Run it from the repository (or anywhere once the package is installed):
     python3 -m fabrik_ros.demo                      # one arm: a figure eight, then out of reach
@@ -68,7 +69,8 @@ RECENT = 0.25  # seconds: a command answers one of the targets sent this recentl
 # ---- the choreography (pure) --------------------------------------------------------------
 
 def ready_pose(chain: Chain) -> np.ndarray:
-    """Return a bent, in-limit pose whose tips make good path centres (away from stretch).
+    """
+    Return a bent, in-limit pose whose tips make good path centres (away from stretch).
 
     A joint with lopsided limits (an elbow that bends one way) goes to the middle of its
     range; a joint with limits centred on neutral bends READY_FRACTION toward its upper
@@ -84,7 +86,8 @@ def ready_pose(chain: Chain) -> np.ndarray:
 
 
 def branch_lengths(chain: Chain) -> tuple[np.ndarray, np.ndarray]:
-    """Return per effector the limb length (first joint to tip) and an upper reach bound.
+    """
+    Return per effector the limb length (first joint to tip) and an upper reach bound.
 
     Both sum link lengths along the branch; the bound adds the first joint's offset from
     the base, so no pose puts the tip farther than it from the base origin (pinned root).
@@ -200,7 +203,8 @@ class Tracker:
         self.targets_sent += len(targets)
 
     def command(self, q: np.ndarray, phase: int | None) -> None:
-        """Score a command: each tip against the closest of its targets sent of late.
+        """
+        Score a command: each tip against the closest of its targets sent of late.
 
         The node solves the latest target it has received, which may be a few behind the
         latest sent while it is busy.

@@ -1,4 +1,5 @@
-"""Per-joint velocity, acceleration and step limits for a stream of joint commands.
+"""
+Per-joint velocity, acceleration and step limits for a stream of joint commands.
 
 Pure numpy (no ROS): the IK node shapes its command stream with it, and the simulated arm
 uses it to follow commands like a real drive would.
@@ -79,7 +80,8 @@ class MotionLimits:
     def for_chain(cls, chain: Chain, max_acceleration: float | np.ndarray = np.inf,
                   max_step: float | np.ndarray = np.inf,
                   default_max_velocity: float = np.inf) -> MotionLimits:
-        """Return the chain's position and velocity limits with the given extra limits.
+        """
+        Return the chain's position and velocity limits with the given extra limits.
 
         Joints whose model gives no velocity limit get ``default_max_velocity``.
         """
@@ -95,7 +97,8 @@ class MotionLimits:
 
 def braking_speed(distance: np.ndarray, max_acceleration: np.ndarray,
                   dt: float) -> np.ndarray:
-    """Return the highest speed from which a joint still stops within ``distance``.
+    """
+    Return the highest speed from which a joint still stops within ``distance``.
 
     Discrete time: the speed drops by at most ``a*dt`` per step and each step moves
     ``speed*dt``, this step included, so a joint moving at the returned speed can land
@@ -114,7 +117,8 @@ def braking_speed(distance: np.ndarray, max_acceleration: np.ndarray,
 
 def limit_step(position: np.ndarray, velocity: np.ndarray, target: np.ndarray, dt: float,
                limits: MotionLimits) -> tuple[np.ndarray, np.ndarray]:
-    """Move one step of ``dt`` toward ``target`` within ``limits``.
+    """
+    Move one step of ``dt`` toward ``target`` within ``limits``.
 
     Returns the next position, inside ``[lower, upper]``, and the velocity of this step
     (``(next - position) / dt``). The target is clipped into the limits first. NaN or inf
@@ -142,7 +146,8 @@ def limit_step(position: np.ndarray, velocity: np.ndarray, target: np.ndarray, d
 
 def _forward_time(distance: np.ndarray, speed: np.ndarray, max_velocity: np.ndarray,
                   max_acceleration: np.ndarray) -> np.ndarray:
-    """Return the minimum time to cover ``distance`` >= 0 from ``speed`` >= 0 and stop.
+    """
+    Return the minimum time to cover ``distance`` >= 0 from ``speed`` >= 0 and stop.
 
     ``speed`` must allow stopping within ``distance`` (``speed**2 <= 2*a*distance``).
     """
@@ -157,7 +162,8 @@ def _forward_time(distance: np.ndarray, speed: np.ndarray, max_velocity: np.ndar
 
 def time_to_reach(position: np.ndarray, target: np.ndarray, limits: MotionLimits,
                   velocity: np.ndarray | None = None) -> float:
-    """Return the minimum time (s) for every joint to reach ``target`` and stop there.
+    """
+    Return the minimum time (s) for every joint to reach ``target`` and stop there.
 
     Continuous-time bound under the velocity and acceleration limits, starting from
     ``velocity`` (default: at rest); a joint moving away or too fast to stop first brakes.

@@ -1,4 +1,5 @@
-"""Smooth target paths for demos and tests: figure eights and ellipses in a plane.
+"""
+Smooth target paths for demos and tests: figure eights and ellipses in a plane.
 
 Pure numpy (no ROS). Every path is a function of time, so a target stream can be
 sampled at any rate and replayed exactly.
@@ -10,7 +11,8 @@ import numpy as np
 def lissajous(times: np.ndarray, center: np.ndarray, axes: np.ndarray,
               amplitudes: tuple[float, float], frequencies: tuple[int, int],
               period: float, phases: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
-    """Return points (k, 3), metres, of a Lissajous curve at ``times`` (k,) seconds.
+    """
+    Return points (k, 3), metres, of a Lissajous curve at ``times`` (k,) seconds.
 
     ``point = center + a0*sin(f0*w*t + p0)*axes[0] + a1*sin(f1*w*t + p1)*axes[1]`` with
     ``w = 2*pi/period``: ``axes`` (2, 3) span the plane of the curve.
@@ -23,7 +25,8 @@ def lissajous(times: np.ndarray, center: np.ndarray, axes: np.ndarray,
 
 def figure_eight(times: np.ndarray, center: np.ndarray, axes: np.ndarray, width: float,
                  height: float, period: float, phase: float = 0.0) -> np.ndarray:
-    """Return a figure eight ``width`` x ``height`` metres, one loop per ``period`` s.
+    """
+    Return a figure eight ``width`` x ``height`` metres, one loop per ``period`` s.
 
     It crosses itself at ``center`` at t = 0 (plus ``phase`` radians of the loop).
     """
@@ -33,7 +36,8 @@ def figure_eight(times: np.ndarray, center: np.ndarray, axes: np.ndarray, width:
 
 def ellipse(times: np.ndarray, center: np.ndarray, axes: np.ndarray, width: float,
             height: float, period: float, phase: float = 0.0) -> np.ndarray:
-    """Return an ellipse ``width`` x ``height`` metres, one lap per ``period`` s.
+    """
+    Return an ellipse ``width`` x ``height`` metres, one lap per ``period`` s.
 
     Like a foot's step cycle: with ``axes`` (forward, up) it lifts, swings and lands.
     """

@@ -1,4 +1,5 @@
-"""Draw a recorded demo run: the chain at work, the target path, the tip path, the errors.
+"""
+Draw a recorded demo run: the chain at work, the target path, the tip path, the errors.
 
 The README pictures come from real runs, regenerated with (from the repository root):
     python3 -m fabrik_ros.demo --mode single --record /tmp/single.npz

@@ -1,4 +1,5 @@
-"""Simulated arm: follows joint commands within its motion limits, publishes what it measures.
+"""
+Simulated arm: follows joint commands within its motion limits, publishes what it measures.
 
 Try it (next to an ik_node that publishes its commands on joint_commands):
     ros2 run fabrik_ros sim_arm --ros-args --params-file config/arm.yaml

@@ -107,7 +107,8 @@ def test_single_mode_demo_tracks_the_figure_eight_and_reports_out_of_reach(
 
 @pytest.mark.parametrize('mode', ['double', 'spider'])
 def test_tree_modes_drive_every_effector(mode: str, tmp_path: Path) -> None:
-    """Double and Spider: one target topic per tip, every tip arrives, then stretches.
+    """
+    Double and Spider: one target topic per tip, every tip arrives, then stretches.
 
     Errors are the max over the tips: all of them arrive while the targets hold, then all
     stretch toward targets out of reach.

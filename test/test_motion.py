@@ -79,7 +79,8 @@ def test_reaches_in_limit_target_in_predicted_time_without_overshoot(
 def test_any_target_stream_stays_within_every_limit(
         limits: MotionLimits, start: list[float], dt: float, speeds: list[float],
         targets: list[list[float]]) -> None:
-    """Jumping targets, out of range too, never break position/velocity/acceleration limits.
+    """
+    Jumping targets, out of range too, never break position/velocity/acceleration limits.
 
     The start may be moving, at any speed from which it can still stop inside its range.
     """
