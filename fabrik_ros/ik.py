@@ -236,6 +236,7 @@ class _Tree:
         points: FABRIK's root-to-tip pass.
         """
         q = list(q)
+        old_frames, old_points = (old.frames, old.points) if old is not None else ((), ())
         # One frame per joint, then the base's at index -1 (parent -1).
         frames: list[tuple[float, ...]] = [_IDENTITY + base] * (len(q) + 1)
         points = [base] * self.n_points
@@ -254,7 +255,7 @@ class _Tree:
             angle = q[index]
             if desired is not None:
                 angle = _fit_angle(angle, lower, upper, (h0, h3, h6, h1, h4, h7), (px, py, pz),
-                                   old.frames[index], old.points, desired, fits[index])
+                                   old_frames[index], old_points, desired, fits[index])
                 q[index] = angle
             c, s = math.cos(angle), math.sin(angle)
             frames[index] = (c * h0 + s * h1, c * h1 - s * h0, h2, c * h3 + s * h4,
@@ -406,7 +407,9 @@ def _fit_angle(current: float, lower: float, upper: float, columns: tuple[float,
         den += gx * wx + gy * wy
     if num * num + den * den <= _ON_AXIS * _ON_AXIS:
         return current
-    return _limited_angle(math.atan2(num, den), current, lower, upper)
+    best = math.atan2(num, den)
+    angle = current + math.remainder(best - current, _TWO_PI)
+    return angle if lower <= angle <= upper else _limited_angle(best, current, lower, upper)
 
 
 def _limited_angle(best: float, current: float, lower: float, upper: float) -> float:
@@ -457,6 +460,16 @@ def _damped_least_squares(rows: list[list[float]], residual: list[float],
     system = jacobian @ jacobian.T
     system.flat[::len(rows) + 1] += damping
     return (np.linalg.solve(system, residual) @ jacobian).tolist()
+
+
+def _clamped(q: list[float], step: list[float], lower: list[float], upper: list[float]
+             ) -> tuple[list[float], list[int]]:
+    """Return q + step clamped into [lower, upper] (radians), and the joints clamped."""
+    moved = [a + d for a, d in zip(q, step)]
+    held = [j for j, (a, lo, hi) in enumerate(zip(moved, lower, upper)) if a < lo or a > hi]
+    for j in held:
+        moved[j] = lower[j] if moved[j] < lower[j] else upper[j]
+    return moved, held
 
 
 def _weighted_step(rows: list[list[float]], residual: list[float], weights: list[float],
@@ -755,12 +768,13 @@ class _Solve:
         # Out of reach, limits are where the stretched chain belongs: no weights.
         weights = [1.0] * len(rows[0])
         if not self.floor:
-            weights[:n] = [min(1.0, max(_LIMIT_WEIGHT_MIN, min(a - lo, hi - a) / _LIMIT_MARGIN))
-                           for a, lo, hi in zip(state.q, lower, upper)]
+            for j, (a, lo, hi) in enumerate(zip(state.q, lower, upper)):
+                room = a - lo if a - lo < hi - a else hi - a
+                if room < _LIMIT_MARGIN:
+                    weights[j] = max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)
         while damping <= _DAMPING_MAX:
             step = _weighted_step(rows, residual, weights, damping * scale)
-            q = [min(max(a + d, lo), hi) for a, d, lo, hi in zip(state.q, step, lower, upper)]
-            held = [j for j in range(n) if q[j] != state.q[j] + step[j]]
+            q, held = _clamped(state.q, step, lower, upper)
             if held:
                 # Move those joints to their limit, then spend the rest on the others.
                 rest = list(residual)
@@ -773,8 +787,7 @@ class _Solve:
                 step = _weighted_step(rows, rest, free_weights, damping * scale)
                 for j in held:
                     step[j] = q[j] - state.q[j]
-                q = [min(max(a + d, lo), hi)
-                     for a, d, lo, hi in zip(state.q, step, lower, upper)]
+                q = _clamped(state.q, step, lower, upper)[0]
             base = state.base
             if self.free_root:
                 base = (base[0] + step[n], base[1] + step[n + 1], base[2] + step[n + 2])
