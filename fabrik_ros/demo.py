@@ -293,9 +293,11 @@ def format_summary(summary: dict) -> str:
         f'  arm error, moving   median {value(arm["median"], "mm", 2)}, '
         f'max {value(arm["max"], "mm", 2)} (measured tip vs the moving target)',
         f'  arm error, holding  {value(summary["arm_error_holding_mm"], "mm")}',
-        f'  out of reach        {"unreachable" if unreachable else "NOT reported unreachable"}'
-        f': {value(beyond["remaining_m"], "m")} remaining '
-        f'(node: {value(beyond["node_remaining_m"], "m")})',
+        '  out of reach        ' + (
+            'not reached in this run' if beyond['remaining_m'] is None else
+            f'{"unreachable" if unreachable else "NOT reported unreachable"}: '
+            f'{value(beyond["remaining_m"], "m")} remaining '
+            f'(node: {value(beyond["node_remaining_m"], "m")})'),
     ])
 
 
