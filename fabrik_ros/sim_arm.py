@@ -52,11 +52,11 @@ def initial_pose(chain: Chain, positions: list[float]) -> np.ndarray:
     if not positions:
         return chain.neutral()
     if len(positions) != len(chain.joint_names):
-        raise ChainError(f'sim.initial_positions has {len(positions)} values for '
+        raise ValueError(f'sim.initial_positions has {len(positions)} values for '
                          f'{len(chain.joint_names)} joints {chain.joint_names}')
     pose = np.asarray(positions, dtype=float)
     if not np.isfinite(pose).all():
-        raise ChainError(f'sim.initial_positions {positions} is not finite')
+        raise ValueError(f'sim.initial_positions {positions} is not finite')
     return chain.clip(pose)
 
 
@@ -86,13 +86,16 @@ class SimArm(Node):
         start = initial_pose(chain, list(params.get('sim.initial_positions', [])))
         self._limiter = MotionLimiter(limits, start)
         self._target = start.copy()
-        self._dt = 1.0 / params['sim.rate']  # seconds
+        rate = float(params['sim.rate'])  # Hz; a params file bypasses the descriptor range
+        if not (np.isfinite(rate) and rate > 0.0):
+            raise ValueError(f'sim.rate must be a positive rate in Hz, got {rate}')
+        self._dt = 1.0 / rate  # seconds
 
         self._state_pub = self.create_publisher(JointState, 'joint_states', 10)
         self.create_subscription(JointState, 'joint_commands', self._on_command, 10)
         self.create_timer(self._dt, self._step)
         self.get_logger().info(
-            f'simulating {len(self._names)} joints at {params["sim.rate"]:g} Hz: '
+            f'simulating {len(self._names)} joints at {rate:g} Hz: '
             'joint_commands -> joint_states')
 
     def _on_command(self, msg: JointState) -> None:
@@ -138,7 +141,7 @@ def main(args: list[str] | None = None) -> None:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except (ChainError, ParameterException, ValueError) as error:
+    except (ParameterException, ValueError) as error:  # ChainError is a ValueError
         rclpy.logging.get_logger('sim_arm').fatal(f'cannot start: {error}')
         exit_code = 1
     finally:

@@ -136,9 +136,11 @@ def test_start_pose_comes_from_the_parameters(ros_context, start_node) -> None:
         arm.node.destroy_node()
 
 
-def test_a_start_pose_of_the_wrong_length_stops_the_node_with_a_reason(start_node) -> None:
-    """A configuration error is fatal at start-up, with the reason and exit code 1."""
-    process = start_node('sim_arm',
-                         params=[PARAMS, {'sim': {'initial_positions': [0.1, 0.2, 0.3]}}])
+@pytest.mark.parametrize('bad', [{'rate': 0.0}, {'max_acceleration': -1.0},
+                                 {'initial_positions': [0.1, 0.2, 0.3]}])
+def test_bad_sim_parameters_stop_the_node_with_a_reason(start_node, bad: dict) -> None:
+    """A configuration error is fatal at start-up: exit code 1, the parameter named."""
+    process = start_node('sim_arm', params=[PARAMS, {'sim': bad}])
     assert process.popen.wait(30.0) == 1
-    assert 'sim.initial_positions has 3 values for 2 joints' in process.log()
+    log = process.log()
+    assert 'cannot start' in log and next(iter(bad)) in log, log
