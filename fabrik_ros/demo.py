@@ -548,7 +548,7 @@ def run(args: argparse.Namespace) -> int:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Return the command line options."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().split('\n')[0])
     parser.add_argument('--mode', choices=sorted(MODES), default='single',
                         help='single arm, double (two arms, one torso) or spider (six legs)')
     parser.add_argument('--duration', type=float, default=15.0,
@@ -557,7 +557,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         'config/*.yaml)')
     parser.add_argument('--record', help='write the run to this .npz for fabrik_ros.render')
     parser.add_argument('--summary-json', help='write the summary to this JSON file')
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    shortest = SETTLE_TIME + OUT_OF_REACH_TIME
+    if not args.duration > shortest:
+        parser.error(f'--duration must exceed {shortest:g} s (hold and out-of-reach phases)')
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> None:
