@@ -65,9 +65,10 @@ def test_reaches_in_limit_target_in_predicted_time_without_overshoot(
     direction = np.sign(goal_q - start_q)
     assert ((goal_q - positions) * direction >= -1e-12).all(), 'overshoot'
     arrived = np.all(positions == goal_q, axis=1)
-    assert arrived.any(), 'did not arrive in the predicted time + 3 steps'
+    assert arrived.any(), 'did not arrive within the predicted time + 3 steps'
     first = int(np.argmax(arrived))
-    assert first * dt <= predicted + 3 * dt
+    # Within a step or so of the continuous-time optimum, either way.
+    assert abs(first * dt - predicted) <= 1.5 * dt, 'not near time-optimal'
     assert np.all(positions[first:] == goal_q) and np.all(velocities[-1] == 0.0)
 
 
