@@ -289,7 +289,7 @@ def format_summary(summary: dict) -> str:
         f'max {value(ik["max"], "mm")}',
         '  reached (<= 1 mm)   ' + ('n/a' if reached is None else f'{100 * reached:.1f} %'),
         f'  iterations          median {summary["iterations"]["median"]}, '
-        f'max {summary["iterations"]["max"]}',
+        f'max {summary["iterations"]["max"]} (the solve each node report shows, 1/s)',
         f'  arm error, moving   median {value(arm["median"], "mm", 2)}, '
         f'max {value(arm["max"], "mm", 2)} (measured tip vs the moving target)',
         f'  arm error, holding  {value(summary["arm_error_holding_mm"], "mm")}',
