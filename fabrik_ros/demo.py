@@ -46,6 +46,7 @@ import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 
 MODES = {'single': 'arm.yaml', 'double': 'dual_arm.yaml', 'spider': 'spider.yaml'}
@@ -518,7 +519,8 @@ def run(args: argparse.Namespace) -> int:
                     log_dir, dict(os.environ)),
         NodeProcess('sim_arm', params, log_dir, dict(os.environ)),
     ]
-    rclpy.init()
+    # Ctrl-C stays a KeyboardInterrupt: the demo stops its nodes and prints the summary.
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     demo = DemoNode(chain, plan, Recording() if args.record else None)
     exit_code = 0
     try:
