@@ -34,7 +34,6 @@ setup(
     maintainer_email='fabrik_ros@example.com',
     description='FABRIK inverse kinematics for ROS 2: target poses in, joint commands out.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'ik_node = fabrik_ros.ik_node:main',
