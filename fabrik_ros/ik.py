@@ -702,7 +702,9 @@ class _Solve:
             self.initial_error = error
         self._accept(state, objective, error)
         iterations = 0
-        if error > solver.closing_radius:
+        # Out of reach, FABRIK's next-point fit finishes the straight line itself.
+        closing_radius = solver.closing_radius if not self.stretch else 0.0
+        if self._excess(objective) > closing_radius:
             while self._open(objective, error) and iterations < solver.max_iterations:
                 desired, base = self.tree.reach_back(state, self.goals, self.stretch,
                                                      self.free_root)
@@ -715,7 +717,7 @@ class _Solve:
                 iterations += 1
                 self.fabrik_iterations += 1
                 self._accept(state, objective, error)
-                if gain > solver.fabrik_gain or error <= solver.closing_radius:
+                if gain > solver.fabrik_gain or self._excess(objective) <= closing_radius:
                     break
         if math.isnan(self.fabrik_error):
             self.fabrik_error = error
