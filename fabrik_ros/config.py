@@ -30,7 +30,7 @@ import yaml
 
 CHAIN_PREFIX = 'chain.'
 LIMITS_PREFIX = 'joint_limits.'
-LIMIT_FIELDS = ('min_position', 'max_position')
+LIMIT_FIELDS = ('min_position', 'max_position', 'max_velocity', 'max_acceleration')
 WILDCARD_NODE = '/**'
 
 # The plain chain description: parameter name -> (default, which fixes the ROS type; meaning).
@@ -172,35 +172,45 @@ def _plain_chain(params: Mapping[str, Any], base_link: str, tip_links: list[str]
 
 def with_limit_overrides(chain: Chain, params: Mapping[str, Any]) -> Chain:
     """
-    Return chain with the joint_limits.<joint>.min_position/max_position overrides applied.
+    Return chain with the joint_limits.<joint>.* overrides applied (like joint_limits.yaml).
 
-    Overrides may only narrow the model's limits (radians); ValueError names an unknown
-    joint or field, a NaN, a widening or an empty range.
+    min_position/max_position (radians) and max_velocity (rad/s) may only narrow the
+    model's limits; max_acceleration (rad/s^2) has no slot in the model and is left to the
+    command stream (the node reads it). ValueError names an unknown joint or field, a NaN,
+    a widening or an empty range.
     """
     lower, upper = chain.lower.copy(), chain.upper.copy()
-    columns = {'min_position': lower, 'max_position': upper}
+    velocity = chain.max_velocity.copy()
+    columns = {'min_position': lower, 'max_position': upper, 'max_velocity': velocity}
     for key, number in sorted(params.items()):
         if not key.startswith(LIMITS_PREFIX):
             continue
         joint, _, limit_field = key[len(LIMITS_PREFIX):].rpartition('.')
         if joint not in chain.joint_names:
             raise ValueError(f"{key}: unknown joint '{joint}'; joints: {chain.joint_names}")
-        if limit_field not in columns:
+        if limit_field not in LIMIT_FIELDS:
             raise ValueError(f'{key}: unknown field, expected one of {list(LIMIT_FIELDS)}')
         try:
             number = float(number)
         except (TypeError, ValueError):
-            raise ValueError(f'{key} must be a number (radians), got {number!r}') from None
+            raise ValueError(f'{key} must be a number, got {number!r}') from None
         if math.isnan(number):
             raise ValueError(f'{key} is NaN')
-        columns[limit_field][chain.joint_names.index(joint)] = number
+        if limit_field in columns:
+            columns[limit_field][chain.joint_names.index(joint)] = number
     widened = (lower < chain.lower) | (upper > chain.upper)
     if widened.any():
         index = int(np.flatnonzero(widened)[0])
         raise ValueError(f'joint_limits of {chain.joint_names[index]} [{lower[index]:g}, '
                          f'{upper[index]:g}] would widen the model limits '
                          f'[{chain.lower[index]:g}, {chain.upper[index]:g}]')
-    return chain.with_limits(lower, upper)
+    faster = ~(velocity <= chain.max_velocity)
+    if faster.any():
+        index = int(np.flatnonzero(faster)[0])
+        raise ValueError(f'joint_limits.{chain.joint_names[index]}.max_velocity '
+                         f'{velocity[index]:g} rad/s would exceed the model limit '
+                         f'{chain.max_velocity[index]:g} rad/s')
+    return chain.with_limits(lower, upper, max_velocity=velocity)
 
 
 def _required(params: Mapping[str, Any], key: str) -> Any:

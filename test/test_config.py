@@ -152,7 +152,7 @@ class TestChainFromParameters:
 
 
 class TestJointLimitOverrides:
-    """joint_limits.<joint>.min_position/max_position narrow the model's limits."""
+    """joint_limits.<joint>.* narrow the model's position and velocity limits."""
 
     def test_overrides_narrow_limits_including_continuous_joints(self):
         chain = chain_from_parameters({**ARM, 'joint_limits.tool_roll.min_position': -3.0,
@@ -160,6 +160,13 @@ class TestJointLimitOverrides:
                                        'joint_limits.base_yaw.max_position': 1.0}, SHARE)
         np.testing.assert_array_equal(chain.lower[[0, 5]], [-2.967, -3.0])
         np.testing.assert_array_equal(chain.upper[[0, 5]], [1.0, 3.0])
+
+    def test_velocity_overrides_narrow_and_acceleration_is_left_to_the_node(self):
+        chain = chain_from_parameters({**ARM, 'joint_limits.base_yaw.max_velocity': 0.5,
+                                       'joint_limits.base_yaw.max_acceleration': 2.0}, SHARE)
+        assert chain.max_velocity[0] == 0.5
+        model = chain_from_parameters(ARM, SHARE)
+        np.testing.assert_array_equal(chain.max_velocity[1:], model.max_velocity[1:])
 
     def test_overrides_apply_to_plain_chains_and_their_urdf(self):
         params = {**TENTACLE, 'joint_limits.seg2_pitch.min_position': -0.25}
@@ -170,9 +177,10 @@ class TestJointLimitOverrides:
         ('joint_limits.elbow.min_position', 0.0, "unknown joint 'elbow'; joints: "),
         ('joint_limits.elbow_pitch.lower', 0.0, 'unknown field, expected one of'),
         ('joint_limits.elbow_pitch.min_position', math.nan, 'is NaN'),
-        ('joint_limits.elbow_pitch.min_position', 'low', r'must be a number \(radians\)'),
+        ('joint_limits.elbow_pitch.min_position', 'low', 'must be a number'),
         ('joint_limits.elbow_pitch.max_position', 3.0, r'elbow_pitch \[-2.53, 3\] would widen'),
         ('joint_limits.elbow_pitch.min_position', 2.6, 'lower limit 2.6 > upper limit 2.53'),
+        ('joint_limits.elbow_pitch.max_velocity', 99.0, 'would exceed the model limit'),
     ])
     def test_bad_overrides(self, key, value, message):
         with pytest.raises(ValueError, match=message):
