@@ -15,10 +15,12 @@ One FABRIK iteration is
    limits. Angles and positions stay consistent with forward kinematics by construction,
    so offsets off the link line are handled exactly and limits are never violated.
 
-FABRIK does the large moves; once it stops gaining fast, a damped least-squares step on the
-true kinematics (the sweep yields each joint's axis and origin, hence the position Jacobian)
-closes the last millimetres, and a solve that stalls short of a possibly reachable target
-restarts from other seeds. Every accepted step lowers the error, and the best pose is kept.
+FABRIK does the large moves; once it is within a closing radius of the target (or stops
+gaining fast), damped least-squares steps on the true kinematics (the sweep yields each
+joint's axis and origin, hence the position Jacobian) close the rest quadratically, and a
+solve that stalls short of a possibly reachable target restarts from other seeds. Every
+accepted step lowers the error, and the best pose is kept. Targets out of reach lay the
+chain straight toward them (FABRIK's rule), then end as close as the joints allow.
 
 Hot paths are written on plain floats: for 3-vectors and 3x3 frames this is several times
 faster in CPython than numpy calls. Frames are row-major 9-tuples in a canonical form whose
@@ -69,7 +71,7 @@ class IkResult:
     from each effector to its target, NaN where it had none; error: their maximum.
     history: the error (root-sum-square over effectors with a target or a held pose,
     metres) of the best pose so far after the seed and after each iteration, so it never
-    grows; trace: the matching joint vectors when solve(..., trace=True).
+    grows; trace: the matching joint vectors when solve(..., trace=True), else None.
     """
 
     q: np.ndarray
@@ -85,7 +87,7 @@ class IkResult:
     initial_error: float = 0.0      # metres, at the seed (max over targets)
     fabrik_error: float = 0.0       # metres, after the first attempt's FABRIK stage
     history: list[float] = field(default_factory=list)
-    trace: list[np.ndarray] = field(default_factory=list)
+    trace: list[np.ndarray] | None = None
 
 
 class _State(NamedTuple):
@@ -538,8 +540,9 @@ class IkSolver:
         rng = np.random.default_rng(_RESTART_SEED)
         low = np.maximum(chain.lower, -math.pi)
         high = np.minimum(chain.upper, math.pi)
+        self.max_restarts = max_restarts
         self._restart_seeds = [rng.uniform(low, np.maximum(low, high)).tolist()
-                               for _ in range(max_restarts)]
+                               for _ in range(max_restarts - 1)]
 
     # ------------------------------------------------------------------ input
 
@@ -611,12 +614,20 @@ class IkSolver:
                     for fit, whole_fit, next_fit in zip(fits, tree.whole_fit, tree.next_fit)]
         solve = _Solve(self, goals, floor, stretch, fits, free_root, trace)
         solve.attempt(start)
-        for restart_seed in self._restart_seeds:
-            if solve.best_error <= self.tolerance or stretch:
-                break
+        random_seeds = iter(self._restart_seeds)
+        while solve.best_error > self.tolerance and not stretch \
+                and solve.restarts < self.max_restarts:
+            # First from the best pose with the joints it pinned at a limit released to
+            # mid-range (an elbow stuck straight, bent the wrong way), then from random poses.
+            seed = self._released(solve.best.q) if not solve.restarts else next(random_seeds)
             solve.restarts += 1
-            solve.attempt(tree.sweep(restart_seed, start.base))
+            solve.attempt(tree.sweep(seed, start.base))
         return self._result(solve.best, targets, solve)
+
+    def _released(self, q: list[float]) -> list[float]:
+        """Return q with every joint that sits at a limit moved to the middle of its range."""
+        return [(lo + hi) / 2.0 if a in (lo, hi) else a
+                for a, lo, hi in zip(q, self._lower, self._upper)]
 
     def _result(self, state: _State, targets: list, solve: _Solve) -> IkResult:
         """Package a final state; errors are measured from its forward kinematics."""
