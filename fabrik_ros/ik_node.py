@@ -8,9 +8,17 @@ Try it:
           pose: {position: {x: 0.3, z: 0.4}, orientation: {w: 1.0}}}"
 
 The latest target wins: target subscriptions keep one message and every arrival is
-solved at once, warm-started from the last solution, so a fast target stream never
-queues up behind a slow solve. Commands are re-published at `publish_rate` so
-robot_state_publisher and RViz show the arm with nothing else running.
+solved at once, warm-started from the measured pose (or the last command), so a fast
+target stream never queues up behind a slow solve.
+
+Two ways to command (parameter `command_rate`):
+- 0 (default): each solution is published as it comes (lowest latency), re-published at
+  `publish_rate` so robot_state_publisher and RViz show the arm with nothing else running;
+- > 0: a command stream at that rate that moves toward the solution within each joint's
+  velocity and acceleration limits, for ros2_control and real hardware.
+Either way commands stay within the joint limits and the max joint step, stop (hold) on
+`~/hold`, on a target older than `target_timeout` and on stale feedback, and are not sent
+at all while the node is disabled (`~/enable`, `start_enabled`).
 """
 
 from dataclasses import dataclass
@@ -19,12 +27,14 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from fabrik_ros.chain import Chain
+from fabrik_ros.command import CommandStream, joint_order, measured_positions
 from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMIT_FIELDS,
                                LIMITS_PREFIX, with_limit_overrides)
 from fabrik_ros.ik import IkResult, IkSolver
 from fabrik_ros.messages import (branch_paths, chain_markers, diagnostic_array,
-                                 joint_state, point_array, quaternion_array, TargetError,
-                                 transform_point)
+                                 joint_state, joint_trajectory, point_array, quaternion_array,
+                                 TargetError, transform_point)
+from fabrik_ros.motion import MotionLimits
 from fabrik_ros.node_main import run_node
 from geometry_msgs.msg import PointStamped, PoseStamped
 import numpy as np
@@ -33,10 +43,13 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
+                       ReliabilityPolicy)
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 try:  # tf2_ros comes with a ROS install but has no PyPI wheel: frames are optional.
@@ -47,6 +60,10 @@ except ImportError:
 
 DIAGNOSTICS_PERIOD = 1.0  # seconds
 WARNING_THROTTLE = 2.0  # seconds between repeats of one warning
+OUTPUTS = ('joint_state', 'joint_trajectory', 'forward_command')
+MOTION_FIELDS = ('max_velocity', 'max_acceleration')  # joint_limits.<joint>.<field>
+# A trajectory point due at once would make a JointTrajectoryController jump to it.
+MIN_TRAJECTORY_DURATION = 0.01  # seconds
 # Target topics keep one message: a newer target replaces an unsolved one (no backlog).
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # Like robot_state_publisher: late joiners still get the last description.
@@ -66,7 +83,7 @@ def _descriptor(description: str, *, read_only: bool = False,
     return descriptor
 
 
-# name -> (default, descriptor); joint limit overrides are declared once the chain is known.
+# name -> (default, descriptor); per-joint limits are declared once the chain is known.
 NODE_PARAMETERS = {
     'robot_description': ('', _descriptor(
         'URDF XML of the robot; empty: use robot_description_file, the chain.* description, '
@@ -78,15 +95,44 @@ NODE_PARAMETERS = {
         read_only=True)),
     'tip_links': (['tool0'], _descriptor(
         'End-effector links, one per branch of the chain', read_only=True)),
-    'joint_command_topic': ('joint_states', _descriptor(
-        'Topic of the sensor_msgs/JointState commands', read_only=True)),
     'tolerance': (1e-4, _descriptor(
         'Target reached when the tip is this close, metres', float_range=(1e-7, 1.0))),
     'max_iterations': (100, _descriptor(
         'Iteration cap of one solve', int_range=(1, 10000))),
+    'outputs': (['joint_state'], _descriptor(
+        'Command outputs, any of: joint_state (sensor_msgs/JointState on '
+        'joint_command_topic), joint_trajectory (trajectory_msgs/JointTrajectory on '
+        '~/joint_trajectory), forward_command (std_msgs/Float64MultiArray on ~/commands)',
+        read_only=True)),
+    'joint_command_topic': ('joint_states', _descriptor(
+        'Topic of the sensor_msgs/JointState commands', read_only=True)),
+    'command_joints': (Parameter.Type.STRING_ARRAY, _descriptor(
+        'Joint order of ~/commands (forward_command_controller joints); unset: chain order',
+        read_only=True)),
+    'command_rate': (0.0, _descriptor(
+        'Command stream rate, Hz, shaped by the velocity and acceleration limits; 0: '
+        'publish each solution at once', float_range=(0.0, 1000.0), read_only=True)),
     'publish_rate': (10.0, _descriptor(
-        'Re-publish the last command at this rate, Hz (0: only when a target is solved)',
-        float_range=(0.0, 1000.0))),
+        'With command_rate 0: re-publish the last command at this rate, Hz (0: only when a '
+        'target is solved)', float_range=(0.0, 1000.0))),
+    'default_max_velocity': (1.0, _descriptor(
+        'Velocity limit of joints the model gives none, rad/s', float_range=(1e-3, 100.0),
+        read_only=True)),
+    'default_max_acceleration': (5.0, _descriptor(
+        'Acceleration limit of every joint unless joint_limits.<joint>.max_acceleration '
+        'says otherwise, rad/s^2', float_range=(1e-3, 1000.0), read_only=True)),
+    'max_joint_step': (float('inf'), _descriptor(
+        'Last guard: no joint moves further than this between two commands, radians')),
+    'feedback_topic': ('', _descriptor(
+        'Measured sensor_msgs/JointState to warm-start from and hold on when stale; '
+        'empty: no feedback', read_only=True)),
+    'feedback_timeout': (0.5, _descriptor(
+        'Feedback older than this is stale: hold, seconds', float_range=(0.01, 60.0))),
+    'target_timeout': (0.0, _descriptor(
+        'Hold when the newest target is older than this, seconds (0: never)',
+        float_range=(0.0, 3600.0))),
+    'start_enabled': (True, _descriptor(
+        'Send commands from the start; false: only after ~/enable', read_only=True)),
     'marker_rate': (10.0, _descriptor(
         'Publish ~/markers at this rate, Hz (0: off)', float_range=(0.0, 100.0))),
 }
@@ -102,12 +148,13 @@ def package_share_dir() -> Path:
 
 
 @dataclass(frozen=True)
-class SolverSettings:
-    """What a solver is built from; replaced whole when a parameter changes."""
+class Settings:
+    """What solves and commands are made from; replaced whole when a parameter changes."""
 
     chain: Chain  # the model with the joint limit overrides applied
     tolerance: float  # metres
     max_iterations: int
+    motion: MotionLimits
 
 
 class SolveStats:
@@ -131,22 +178,33 @@ class SolveStats:
 
 
 class IkNode(Node):
-    """Solve every target with FABRIK and publish the joint command."""
+    """Solve every target with FABRIK and publish joint commands, safely."""
 
     def __init__(self, **kwargs) -> None:
-        """Declare parameters, wire topics and load the chain (or wait for it)."""
+        """Declare parameters, wire topics and services, load the chain (or wait for it)."""
         super().__init__('ik_node', **kwargs)
         for name, (default, descriptor) in NODE_PARAMETERS.items():
             self.declare_parameter(name, default, descriptor)
         for name, (default, description) in CHAIN_PARAMETERS.items():
             self.declare_parameter(name, default, _descriptor(description, read_only=True))
         self._base_link = self.get_parameter('base_link').value
+        self._outputs = list(self.get_parameter('outputs').value)
+        unknown = sorted(set(self._outputs) - set(OUTPUTS))
+        if unknown:
+            raise ValueError(f'outputs {unknown} unknown; choose from {list(OUTPUTS)}')
+        rate = self.get_parameter('command_rate').value
+        self._dt = 1.0 / rate if rate > 0.0 else None  # seconds between streamed commands
+        self._enabled = self.get_parameter('start_enabled').value
         self._model: Chain | None = None  # the chain as described, before limit overrides
-        self._settings: SolverSettings | None = None
+        self._settings: Settings | None = None
         self._solver: IkSolver | None = None  # built on the next solve after a change
+        self._stream: CommandStream | None = None
+        self._command_order = np.zeros(0, dtype=int)  # chain indices in ~/commands order
         self._paths: list[list[int]] = []
-        self._q: np.ndarray | None = None  # last command, radians
         self._targets: np.ndarray | None = None  # (m, 3) base frame, NaN: no target yet
+        self._target_time = 0.0  # monotonic seconds of the newest target
+        self._measured: np.ndarray | None = None  # radians, from feedback_topic
+        self._measured_time = -np.inf  # monotonic seconds
         self._result: IkResult | None = None
         self._stats = SolveStats()
         self._refused = 0
@@ -155,6 +213,8 @@ class IkNode(Node):
 
         self._command_pub = self.create_publisher(
             JointState, self.get_parameter('joint_command_topic').value, 10)
+        self._trajectory_pub = self.create_publisher(JointTrajectory, '~/joint_trajectory', 10)
+        self._array_pub = self.create_publisher(Float64MultiArray, '~/commands', 10)
         self._marker_pub = self.create_publisher(MarkerArray, '~/markers', 1)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
 
@@ -166,11 +226,19 @@ class IkNode(Node):
         self.create_subscription(PoseStamped, 'target_pose', self._on_pose, TARGET_QOS)
         self.create_subscription(PoseStamped, 'goal_pose', self._on_pose, TARGET_QOS)
         self.create_subscription(PointStamped, '/clicked_point', self._on_point, TARGET_QOS)
+        self._feedback_topic = self.get_parameter('feedback_topic').value
+        if self._feedback_topic:
+            self.create_subscription(JointState, self._feedback_topic, self._on_feedback,
+                                     qos_profile_sensor_data)
+        self.create_service(SetBool, '~/enable', self._on_enable)
+        self.create_service(Trigger, '~/hold', self._on_hold)
 
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._publish_timer = None
         self._marker_timer = None
         self._restart_timers()
+        if self._dt is not None:
+            self.create_timer(self._dt, self._on_command_tick)
         self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics)
 
         chain = self._chain_from_parameters()
@@ -197,34 +265,41 @@ class IkNode(Node):
                                list(self.get_parameter('tip_links').value))
 
     def _on_description(self, msg: String) -> None:
-        previous = self._model, self._settings, self._q
+        previous = self._model, self._settings, self._stream, self._command_order
         try:
             self._use_chain(self._chain_from_urdf(msg.data))
         except (ValueError, ParameterException) as error:  # a ChainError is a ValueError
-            self._model, self._settings, self._q = previous
+            self._model, self._settings, self._stream, self._command_order = previous
             self.get_logger().error(f'robot_description refused, chain unchanged: {error}')
             return
         self.get_logger().info('chain loaded from the robot_description topic')
 
     def _use_chain(self, chain: Chain) -> None:
-        """Adopt a chain: declare its joint limit overrides, seed the command."""
+        """Adopt a chain: declare its per-joint limits, set up the command stream."""
         self._model = chain
         self._settings = None
-        self._q = None  # the old chain's command means nothing to the new one
-        for joint, lower, upper in zip(chain.joint_names, chain.lower, chain.upper):
-            for key, default in zip(LIMIT_FIELDS, (lower, upper)):
-                name = f'{LIMITS_PREFIX}{joint}.{key}'
+        self._stream = None  # the old chain's command means nothing to the new one
+        order = self.get_parameter_or(
+            'command_joints', Parameter('command_joints', Parameter.Type.STRING_ARRAY, [])).value
+        self._command_order = joint_order(chain.joint_names, order or chain.joint_names)
+        defaults = self._limit_defaults(chain)
+        for index, joint in enumerate(chain.joint_names):
+            for field, unit in zip((*LIMIT_FIELDS, *MOTION_FIELDS),
+                                   ('radians', 'radians', 'rad/s', 'rad/s^2')):
+                name = f'{LIMITS_PREFIX}{joint}.{field}'
                 if not self.has_parameter(name):
                     # Declaring runs _on_set_parameters, which validates any override.
-                    self.declare_parameter(name, float(default), _descriptor(
-                        f'{key.replace("_", " ").capitalize()} of {joint}, radians; may only '
-                        'narrow the limits of the model'))
+                    self.declare_parameter(name, float(defaults[field][index]), _descriptor(
+                        f'{field.replace("_", " ").capitalize()} of {joint}, {unit}; may '
+                        'only narrow the model'))
         settings = self._settings_for({})
         self._settings = settings
+        self._stream = CommandStream(settings.motion, self._dt)
+        if not self._feedback_topic:  # with feedback, commands start where the arm is
+            self._stream.start(chain.neutral())
         self._paths = branch_paths(chain.parents.tolist(),
                                    [effector.parent for effector in chain.effectors])
         self._targets = np.full((len(chain.effectors), 3), np.nan)
-        self._q = settings.chain.neutral()
         self._result = None
         self._solver = None
         for index, name in enumerate(chain.effector_names):
@@ -237,23 +312,52 @@ class IkNode(Node):
             f'chain {chain.base_link} -> {", ".join(chain.effector_names)}: '
             f'{len(chain.joint_names)} joints')
 
-    def _settings_for(self, updates: dict[str, object]) -> SolverSettings:
+    def _limit_defaults(self, chain: Chain) -> dict[str, np.ndarray]:
+        """Return the per-joint limits before overrides: the model's, else the defaults."""
+        default_velocity = self.get_parameter('default_max_velocity').value
+        return {
+            'min_position': chain.lower, 'max_position': chain.upper,
+            'max_velocity': np.where(np.isfinite(chain.max_velocity), chain.max_velocity,
+                                     default_velocity),
+            'max_acceleration': np.full(chain.dof,
+                                        self.get_parameter('default_max_acceleration').value),
+        }
+
+    def _settings_for(self, updates: dict[str, object]) -> Settings:
         """
         Return the settings the parameters give with `updates` applied.
 
         Raises ValueError (ChainError) naming the problem when they are unusable.
         """
+        def value(name: str) -> object:
+            return updates[name] if name in updates else self.get_parameter(name).value
+
+        model = self._model
         limits = {LIMITS_PREFIX + name: parameter.value for name, parameter
                   in self.get_parameters_by_prefix(LIMITS_PREFIX[:-1]).items()}
         limits.update((name, value) for name, value in updates.items()
                       if name.startswith(LIMITS_PREFIX))
-
-        def value(name: str) -> object:
-            return updates[name] if name in updates else self.get_parameter(name).value
-
-        return SolverSettings(chain=with_limit_overrides(self._model, limits),
-                              tolerance=value('tolerance'),
-                              max_iterations=value('max_iterations'))
+        positions = {name: value for name, value in limits.items()
+                     if name.rpartition('.')[2] in LIMIT_FIELDS}
+        chain = with_limit_overrides(model, positions)
+        defaults = self._limit_defaults(model)
+        motion = {field: np.array([limits.get(f'{LIMITS_PREFIX}{joint}.{field}', default)
+                                   for joint, default in zip(model.joint_names,
+                                                             defaults[field])], dtype=float)
+                  for field in MOTION_FIELDS}
+        widened = motion['max_velocity'] > model.max_velocity
+        if widened.any():
+            joint = model.joint_names[int(np.argmax(widened))]
+            raise ValueError(f'{LIMITS_PREFIX}{joint}.max_velocity would widen the model '
+                             f'limit {model.max_velocity[int(np.argmax(widened))]:g} rad/s')
+        max_step = value('max_joint_step')
+        if not max_step > 0.0:
+            raise ValueError(f'max_joint_step must be > 0 radians, got {max_step}')
+        return Settings(chain=chain, tolerance=value('tolerance'),
+                        max_iterations=value('max_iterations'),
+                        motion=MotionLimits.create(chain.lower, chain.upper,
+                                                   motion['max_velocity'],
+                                                   motion['max_acceleration'], max_step))
 
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a parameter change; commit it only when all of it is usable."""
@@ -268,8 +372,8 @@ class IkNode(Node):
         if settings is not self._settings:
             self._settings = settings
             self._solver = None
-            if self._q is not None:
-                self._q = settings.chain.clip(self._q)
+            if self._stream is not None:
+                self._stream.set_limits(settings.motion)
         if {'publish_rate', 'marker_rate'} & updates.keys():
             self._restart_timers(updates)
         return SetParametersResult(successful=True)
@@ -282,14 +386,14 @@ class IkNode(Node):
             if timer is not None:
                 self.destroy_timer(timer)
         self._publish_timer = self._marker_timer = None
-        if rates['publish_rate'] > 0.0:
+        if rates['publish_rate'] > 0.0 and self._dt is None:
             self._publish_timer = self.create_timer(1.0 / rates['publish_rate'],
-                                                    self._publish_command)
+                                                    self._on_command_tick)
         if rates['marker_rate'] > 0.0:
             self._marker_timer = self.create_timer(1.0 / rates['marker_rate'],
                                                    self._publish_markers)
 
-    # ---- targets ----------------------------------------------------------------------
+    # ---- targets, feedback, services ------------------------------------------------
 
     def _on_pose(self, msg: PoseStamped, effector: int | None = None) -> None:
         try:
@@ -298,7 +402,7 @@ class IkNode(Node):
         except TargetError as error:
             self._refuse(str(error))
             return
-        self._set_target(position, msg.header.frame_id, effector)
+        self._set_target(position, msg.header, effector)
 
     def _on_point(self, msg: PointStamped) -> None:
         try:
@@ -306,7 +410,7 @@ class IkNode(Node):
         except TargetError as error:
             self._refuse(str(error))
             return
-        self._set_target(position, msg.header.frame_id, None)
+        self._set_target(position, msg.header, None)
 
     def _refuse(self, reason: str) -> None:
         self._refused += 1
@@ -314,21 +418,39 @@ class IkNode(Node):
         self.get_logger().warning(f'target refused, no motion: {reason}',
                                   throttle_duration_sec=WARNING_THROTTLE)
 
-    def _set_target(self, position: np.ndarray, frame_id: str, effector: int | None) -> None:
+    def _set_target(self, position: np.ndarray, header, effector: int | None) -> None:
         """Store the target in the base frame and solve; `effector` None: the nearest one."""
-        if self._model is None:
-            self._refuse('no chain yet (waiting for robot_description)')
+        reason = self._why_not_moving(header)
+        if reason:
+            self._refuse(reason)
             return
-        position = self._in_base_frame(position, frame_id)
+        position = self._in_base_frame(position, header.frame_id)
         if position is None:
             return
         if effector is None:
             effector = 0
             if len(self._targets) > 1:  # RViz tools on a tree: move the nearest effector
-                tips = self._settings.chain.effector_positions(self._q)
+                tips = self._settings.chain.effector_positions(self._stream.position)
                 effector = int(np.argmin(np.linalg.norm(tips - position, axis=1)))
         self._targets[effector] = position
+        self._target_time = time.monotonic()
         self._solve()
+
+    def _why_not_moving(self, header) -> str:
+        """Return why a target cannot be taken now ('' if it can)."""
+        if self._model is None:
+            return 'no chain yet (waiting for robot_description)'
+        if not self._enabled:
+            return 'the node is disabled (call ~/enable)'
+        if self._feedback_stale():
+            return f'no fresh feedback on {self._feedback_topic}'
+        timeout = self.get_parameter('target_timeout').value
+        stamp = Time.from_msg(header.stamp)
+        if timeout > 0.0 and stamp.nanoseconds > 0:  # an unstamped target is taken as new
+            age = (self.get_clock().now() - stamp).nanoseconds * 1e-9
+            if age > timeout:
+                return f'target stamped {age:.3f} s ago, older than target_timeout {timeout} s'
+        return ''
 
     def _in_base_frame(self, position: np.ndarray, frame_id: str) -> np.ndarray | None:
         """
@@ -352,17 +474,65 @@ class IkNode(Node):
             np.array([translation.x, translation.y, translation.z]),
             np.array([rotation.x, rotation.y, rotation.z, rotation.w]), position)
 
-    # ---- solving and outputs ------------------------------------------------------------
+    def _on_feedback(self, msg: JointState) -> None:
+        if self._model is None:
+            return
+        try:
+            self._measured = measured_positions(msg.name, msg.position,
+                                                self._model.joint_names)
+        except ValueError as error:
+            self.get_logger().warning(f'feedback ignored: {error}',
+                                      throttle_duration_sec=WARNING_THROTTLE)
+            return
+        self._measured_time = time.monotonic()
+        if self._stream.position is None:
+            self._stream.start(self._measured)  # the first command is where the arm is
+
+    def _feedback_stale(self) -> bool:
+        age = time.monotonic() - self._measured_time
+        return bool(self._feedback_topic) and age > self.get_parameter('feedback_timeout').value
+
+    def _on_enable(self, request: SetBool.Request,
+                   response: SetBool.Response) -> SetBool.Response:
+        if not request.data:
+            self._enabled = False
+            if self._stream is not None:
+                self._stream.hold('disabled')
+            response.success, response.message = True, 'disabled: no commands are sent'
+            return response
+        if self._model is None or self._feedback_stale():
+            response.success = False
+            response.message = ('cannot enable: ' + ('no chain yet' if self._model is None else
+                                f'no fresh feedback on {self._feedback_topic}'))
+            return response
+        # Start where the arm is (or was last commanded): no jump, no replay of old targets.
+        start = self._measured if self._feedback_topic else self._stream.position
+        self._stream.start(start)
+        self._enabled = True
+        response.success, response.message = True, 'enabled'
+        return response
+
+    def _on_hold(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self._stream is None or self._stream.position is None:
+            response.success, response.message = False, 'nothing to hold: no command yet'
+            return response
+        self._stream.hold('hold requested (~/hold)')
+        response.success, response.message = True, 'holding until the next target'
+        return response
+
+    # ---- solving and commands ---------------------------------------------------------
 
     def _solve(self) -> None:
-        settings = self._settings
+        settings, stream = self._settings, self._stream
         if self._solver is None:
             self._solver = IkSolver(settings.chain, tolerance=settings.tolerance,
                                     max_iterations=settings.max_iterations)
         target = self._targets[0] if len(self._targets) == 1 else self._targets
+        # Closed loop: start from where the arm is when it is measured.
+        seed = self._measured if self._feedback_topic else stream.goal
         start = time.perf_counter()
         try:
-            result = self._solver.solve(target, seed=self._q)
+            result = self._solver.solve(target, seed=stream.position if seed is None else seed)
         except ValueError as error:
             self._refuse(f'solver: {error}')
             return
@@ -370,23 +540,55 @@ class IkNode(Node):
         if not np.all(np.isfinite(result.q)):
             self._refuse(f'solver returned non-finite joint angles {result.q.tolist()}')
             return
-        # Belt and braces: commands never leave the limits, whatever the solver did.
-        self._q, self._result = settings.chain.clip(result.q), result
-        self._publish_command()
+        self._result = result
+        stream.follow(result.q)  # clipped into the limits: commands never leave them
+        if self._dt is None:
+            self._send_command()
         if not result.reached:
             self.get_logger().warning(
                 f'target out of reach: stretched toward it, {result.error:.4f} m remaining',
                 throttle_duration_sec=WARNING_THROTTLE)
 
-    def _publish_command(self) -> None:
-        if self._q is not None:
-            self._command_pub.publish(joint_state(
-                self._model.joint_names, self._q, self.get_clock().now().to_msg()))
+    def _on_command_tick(self) -> None:
+        """Check the watchdogs, then send the next command (stream) or the held one."""
+        if self._stream is None or self._stream.position is None:
+            return
+        timeout = self.get_parameter('target_timeout').value
+        if self._feedback_stale():
+            self._stream.hold(f'feedback on {self._feedback_topic} is stale')
+        elif (timeout > 0.0 and self._stream.goal is not None
+              and time.monotonic() - self._target_time > timeout):
+            self._stream.hold(f'no target for {timeout} s (target_timeout)')
+        self._send_command()
+
+    def _send_command(self) -> None:
+        """Advance the command stream one step and publish it on every chosen output."""
+        if not self._enabled:
+            return
+        stream = self._stream
+        previous = stream.position
+        position = stream.step()
+        if 'joint_state' in self._outputs:
+            msg = joint_state(self._model.joint_names, position,
+                              self.get_clock().now().to_msg())
+            if self._dt is not None:
+                msg.velocity = stream.velocity.tolist()
+            self._command_pub.publish(msg)
+        if 'joint_trajectory' in self._outputs:
+            duration = max(stream.duration(previous), MIN_TRAJECTORY_DURATION)
+            self._trajectory_pub.publish(joint_trajectory(
+                self._model.joint_names, position, stream.velocity, duration))
+        if 'forward_command' in self._outputs:
+            self._array_pub.publish(
+                Float64MultiArray(data=position[self._command_order].tolist()))
+
+    # ---- what the node shows ----------------------------------------------------------
 
     def _publish_markers(self) -> None:
-        if self._q is None or self._marker_pub.get_subscription_count() == 0:
+        if (self._stream is None or self._stream.position is None
+                or self._marker_pub.get_subscription_count() == 0):
             return
-        kinematics = self._settings.chain.forward(self._q)
+        kinematics = self._settings.chain.forward(self._stream.position)
         reached = self._result is None or self._result.reached
         self._marker_pub.publish(chain_markers(
             self._base_link, self.get_clock().now().to_msg(), kinematics.positions,
@@ -395,21 +597,33 @@ class IkNode(Node):
     def _publish_diagnostics(self) -> None:
         stats, result = self._stats, self._result
         values = {'targets_refused': self._refused, 'last_refusal': self._last_refusal,
-                  'solve_rate_hz': f'{stats.solves / DIAGNOSTICS_PERIOD:.1f}'}
+                  'solve_rate_hz': f'{stats.solves / DIAGNOSTICS_PERIOD:.1f}',
+                  'enabled': self._enabled}
+        holding = self._stream.hold_reason if self._stream is not None else ''
         if self._model is None:
             level, message = DiagnosticStatus.WARN, 'waiting for robot_description'
+        elif self._feedback_stale():
+            level = DiagnosticStatus.WARN
+            message = f'holding: no fresh feedback on {self._feedback_topic}'
+        elif not self._enabled:
+            level, message = DiagnosticStatus.OK, 'disabled: no commands are sent'
+        elif holding:
+            level, message = DiagnosticStatus.WARN, f'holding: {holding}'
         elif result is None:
             level, message = DiagnosticStatus.OK, 'waiting for a target'
         else:
             reached = 'target reached' if result.reached else 'target out of reach'
             level = DiagnosticStatus.OK if result.reached else DiagnosticStatus.WARN
             message = f'{reached}, {result.error:.4f} m from it'
+        if result is not None:
             values.update({
                 'reached': result.reached, 'error_m': f'{result.error:.6f}',
                 'iterations': result.iterations,
                 'solve_time_ms': f'{1e3 * stats.total_seconds / max(stats.solves, 1):.3f}',
                 'solve_time_max_ms': f'{1e3 * stats.max_seconds:.3f}',
             })
+        if self._feedback_topic:
+            values['feedback_age_s'] = f'{time.monotonic() - self._measured_time:.3f}'
         if self._settings is not None:
             values['tolerance_m'] = self._settings.tolerance
             values['max_iterations'] = self._settings.max_iterations

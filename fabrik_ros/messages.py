@@ -7,12 +7,13 @@ and tests can check them without DDS.
 
 from collections.abc import Sequence
 
-from builtin_interfaces.msg import Time
+from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, Quaternion
 import numpy as np
 from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
 REACHED_COLOUR = ColorRGBA(r=0.1, g=0.8, b=0.2, a=1.0)
@@ -74,6 +75,20 @@ def joint_state(names: Sequence[str], positions: np.ndarray, stamp: Time) -> Joi
     msg.name = list(names)
     msg.position = positions.tolist()
     return msg
+
+
+def joint_trajectory(names: Sequence[str], positions: np.ndarray, velocities: np.ndarray,
+                     duration: float) -> JointTrajectory:
+    """
+    Build a one-point JointTrajectory reaching `positions` after `duration` seconds.
+
+    The header stamp stays zero: ros2_control's JointTrajectoryController then starts it on
+    arrival, replacing whatever it was executing.
+    """
+    point = JointTrajectoryPoint(positions=positions.tolist(), velocities=velocities.tolist())
+    seconds = int(duration)
+    point.time_from_start = Duration(sec=seconds, nanosec=int((duration - seconds) * 1e9))
+    return JointTrajectory(joint_names=list(names), points=[point])
 
 
 def branch_paths(joint_parents: Sequence[int],
