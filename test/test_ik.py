@@ -255,6 +255,15 @@ class TestWarmStart:
 class TestFreeRoot:
     """A free root slides toward the target like the end of a rope."""
 
+    @settings(max_examples=80, deadline=None)
+    @given(chain_and_poses(poses=1), st.lists(st.floats(-3.0, 3.0), min_size=3, max_size=3))
+    def test_a_free_root_reaches_any_target(self, drawn, target):
+        chain, seed = drawn
+        result = IkSolver(chain, root='free').solve(target, seed)
+        tip = chain.tip_position(result.q) + result.base_position
+        assert result.reached and np.linalg.norm(tip - target) <= TOLERANCE
+        assert_within_limits(chain, result.q)
+
     def test_free_root_reaches_a_target_the_pinned_chain_cannot(self):
         chain = Chain.from_parameters(6, 0.1, joint_type='two_axis')
         target = np.array([0.9, 0.4, -0.3])
