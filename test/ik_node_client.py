@@ -11,7 +11,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 from fabrik_ros.chain import Chain
-from fabrik_ros.config import chain_from_parameters
+from fabrik_ros.config import chain_from_parameters, load_config
 from geometry_msgs.msg import PointStamped, PoseStamped
 import numpy as np
 import pytest
@@ -219,3 +219,18 @@ def start_arm(start_node: Callable[..., Any], client: Client, namespace: str = '
     client.wait_for_node(namespace)
     assert process.running(), process.log()
     return process
+
+
+def start_config(start_node: Callable[..., Any], client: Client, config: str) -> Chain:
+    """Start an IK node with a shipped config/<config>; return its chain once discovered."""
+    path = REPO_ROOT / 'config' / config
+    chain = chain_from_parameters(load_config(path), REPO_ROOT)
+    start_node('ik_node', params=[path, {'publish_rate': 0.0}])
+    client.listen('')
+    client.wait_for_node()
+    return chain
+
+
+def random_pose(chain: Chain, random: np.random.Generator, spread: float) -> np.ndarray:
+    """Return joint angles drawn within +-`spread` radians, clipped into the limits."""
+    return np.clip(random.uniform(-spread, spread, chain.dof), chain.lower, chain.upper)

@@ -12,8 +12,8 @@ import time
 from fabrik_ros.config import chain_from_parameters, load_config
 from fabrik_ros.messages import REACHED_COLOUR, UNREACHED_COLOUR
 from ik_node_client import (assert_reaches, chain_fixture, client_fixture,  # noqa: F401
-                            DISCOVERY_TIMEOUT, MM, POSE_REACHED, QUIET_PERIOD, REPLY_TIMEOUT,
-                            REPO_ROOT, start_arm, tip_error)
+                            DISCOVERY_TIMEOUT, MM, POSE_REACHED, QUIET_PERIOD, random_pose,
+                            REPLY_TIMEOUT, REPO_ROOT, start_arm, start_config, tip_error)
 import numpy as np
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -28,15 +28,10 @@ def test_pose_target_is_reached_within_a_millimetre_within_a_second(start_node, 
 
 @pytest.mark.parametrize('config', ['arm.yaml', 'tentacle.yaml'])
 def test_shipped_config_reaches_random_reachable_targets(start_node, client, config):
-    path = REPO_ROOT / 'config' / config
-    chain = chain_from_parameters(load_config(path), REPO_ROOT)
-    start_node('ik_node', params=[path, {'publish_rate': 0.0}])
-    client.listen('')
-    client.wait_for_node()
+    chain = start_config(start_node, client, config)
     random = np.random.default_rng(7)
     for _ in range(3):
-        pose = np.clip(random.uniform(-1.0, 1.0, chain.dof), chain.lower, chain.upper)
-        assert_reaches(client, chain, chain.tip_position(pose))
+        assert_reaches(client, chain, chain.tip_position(random_pose(chain, random, 1.0)))
 
 
 @pytest.mark.parametrize('source', ['topic', 'parameter'])
@@ -55,10 +50,8 @@ def test_chain_from_robot_description(start_node, client, source):
             depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         description.publish(String(data=urdf))
     client.wait_for_node()
-    random = np.random.default_rng(3)
-    pose = np.clip(random.uniform(-1.0, 1.0, chain.dof), chain.lower, chain.upper)
     # The node may still be parsing the description: retry until the chain is in.
-    target = chain.tip_position(pose)
+    target = chain.tip_position(random_pose(chain, np.random.default_rng(3), 1.0))
     assert client.spin_until(lambda: client.send_pose(target) or client.next_command(),
                              DISCOVERY_TIMEOUT), 'the node never answered'
     assert_reaches(client, chain, target)
@@ -227,15 +220,10 @@ def test_namespaced_nodes_do_not_cross_talk(start_node, client, chain):
 
 
 def test_two_effectors_commanded_at_once(start_node, client):
-    path = REPO_ROOT / 'config' / 'dual_arm.yaml'
-    chain = chain_from_parameters(load_config(path), REPO_ROOT)
-    start_node('ik_node', params=[path, {'publish_rate': 0.0}])
-    client.listen('')
-    client.wait_for_node()
+    chain = start_config(start_node, client, 'dual_arm.yaml')
     random = np.random.default_rng(11)
     for _ in range(2):
-        pose = np.clip(random.uniform(-0.8, 0.8, chain.dof), chain.lower, chain.upper)
-        targets = chain.effector_positions(pose)  # reachable together
+        targets = chain.effector_positions(random_pose(chain, random, 0.8))  # reachable
         received = client.joint_states['']
         for name, target in zip(chain.effector_names, targets):
             client.send_pose(target, topic=f'{name}/target_pose')
