@@ -30,6 +30,7 @@ setup(
     ],
     install_requires=['setuptools'],
     zip_safe=True,
+    extras_require={'test': ['pytest']},
     maintainer='fabrik_ros maintainers',
     maintainer_email='fabrik_ros@example.com',
     description='FABRIK inverse kinematics for ROS 2: target poses in, joint commands out.',
