@@ -58,6 +58,7 @@ _STALL = 1e-2
 _STALL_RELATIVE = 1e-5
 _LIMIT_MARGIN = 0.3     # radians: closer to a limit, a joint's closing steps are scaled down
 _LIMIT_WEIGHT_MIN = 0.05  # ... but never below this, so it can still reach the limit
+_NUDGE = 0.1            # radians: how far a retry out of reach turns each joint
 _RESTART_SEED = 20111   # fixed, so solves are reproducible
 
 
@@ -615,14 +616,25 @@ class IkSolver:
         solve = _Solve(self, goals, floor, stretch, fits, free_root, trace)
         solve.attempt(start)
         random_seeds = iter(self._restart_seeds)
-        while solve.best_error > self.tolerance and not stretch \
-                and solve.restarts < self.max_restarts:
-            # First from the best pose with the joints it pinned at a limit released to
-            # mid-range (an elbow stuck straight, bent the wrong way), then from random poses.
-            seed = self._released(solve.best.q) if not solve.restarts else next(random_seeds)
+        while solve.best_error > self.tolerance and solve.restarts < self.max_restarts:
+            if not stretch:
+                # First from the best pose with the joints it pinned at a limit released to
+                # mid-range (an elbow stuck straight, bent the wrong way), then at random.
+                seed = self._released(solve.best.q) if not solve.restarts else next(random_seeds)
+            elif not solve.restarts and solve.excess(solve.best_objective) > self.tolerance:
+                # Out of reach and not straight: once more from the best pose nudged off a
+                # saddle (joint axes in line with the target give every joint a zero gradient).
+                seed = self._nudged(solve.best.q)
+            else:
+                break
             solve.restarts += 1
             solve.attempt(tree.sweep(seed, start.base))
         return self._result(solve.best, targets, solve)
+
+    def _nudged(self, q: list[float]) -> list[float]:
+        """Return q with every joint turned by _NUDGE radians (back, where a limit is near)."""
+        return [a + _NUDGE if a + _NUDGE <= hi else max(a - _NUDGE, lo)
+                for a, lo, hi in zip(q, self._lower, self._upper)]
 
     def _released(self, q: list[float]) -> list[float]:
         """Return q with every joint that sits at a limit moved to the middle of its range."""
@@ -715,7 +727,7 @@ class _Solve:
         iterations = 0
         # Out of reach, FABRIK's next-point fit finishes the straight line itself.
         closing_radius = solver.closing_radius if not self.stretch else 0.0
-        if self._excess(objective) > closing_radius:
+        if self.excess(objective) > closing_radius:
             while self._open(objective, error) and iterations < solver.max_iterations:
                 desired, base = self.tree.reach_back(state, self.goals, self.stretch,
                                                      self.free_root)
@@ -723,12 +735,12 @@ class _Solve:
                 new_objective, new_error = self.measure(candidate)
                 if new_objective >= objective:
                     break
-                gain = self._excess(new_objective) / self._excess(objective)
+                gain = self.excess(new_objective) / self.excess(objective)
                 state, objective, error = candidate, new_objective, new_error
                 iterations += 1
                 self.fabrik_iterations += 1
                 self._accept(state, objective, error)
-                if gain > solver.fabrik_gain or self._excess(objective) <= closing_radius:
+                if gain > solver.fabrik_gain or self.excess(objective) <= closing_radius:
                     break
         if math.isnan(self.fabrik_error):
             self.fabrik_error = error
@@ -749,9 +761,9 @@ class _Solve:
     def _open(self, objective: float, error: float) -> bool:
         """Tell whether a target is missed by more than the tolerance and can be neared."""
         return error > self.solver.tolerance \
-            and self._excess(objective) > _STALL * self.solver.tolerance
+            and self.excess(objective) > _STALL * self.solver.tolerance
 
-    def _excess(self, objective: float) -> float:
+    def excess(self, objective: float) -> float:
         """Return how far (metres) the error is above its lower bound; > 0."""
         return max(math.sqrt(objective) - self.floor, 1e-15)
 
@@ -769,7 +781,7 @@ class _Solve:
         rows = tree.jacobian(state, self.free_root)
         # Aim at most the excess over the floor toward the targets: for a target out of
         # reach the linear model is only good for that far, not for the whole distance.
-        excess = self._excess(objective)
+        excess = self.excess(objective)
         shrink = min(1.0, excess / math.sqrt(objective))
         residual = []
         for goal, point in zip(self.goals, self.goal_points):
