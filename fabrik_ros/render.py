@@ -24,6 +24,8 @@ import numpy as np
 
 SNAPSHOTS = 5  # poses drawn along the moving phase
 SMOOTHING = 0.25  # seconds of the error plot's rolling median
+VIEW_ELEVATION = 20.0  # degrees
+VIEW_OFFSET = 35.0  # degrees of azimuth off the line from the base to the paths
 PHASE_COLOURS = ('#e8f1fb', '#eef7ea', '#fbeaea')  # moving, holding, out of reach
 CHAIN_COLOUR = '#1f4e79'
 STRETCHED_COLOUR = '#c0392b'
@@ -77,6 +79,11 @@ def draw_scene(ax, run: dict) -> None:
     points = np.concatenate([run['joint_positions'].reshape(-1, 3), beyond, np.zeros((1, 3))])
     low, high = points.min(axis=0), points.max(axis=0)
     ax.set_box_aspect(np.maximum(high - low, 1e-3))
+    # Look at the paths nearly face on: from their side of the base, a little off axis.
+    middle = run['targets'][on_path].reshape(-1, 3).mean(axis=0)
+    if np.hypot(middle[0], middle[1]) > 0.1 * np.max(high - low):
+        ax.view_init(elev=VIEW_ELEVATION,
+                     azim=np.degrees(np.arctan2(middle[1], middle[0])) + VIEW_OFFSET)
     ax.set_xlabel('x [m]')
     ax.set_ylabel('y [m]')
     ax.set_zlabel('z [m]')
