@@ -90,6 +90,7 @@ class CommandStream:
         # Without a command rate, velocity and acceleration are the controller's business.
         self._jump_limits = MotionLimits.create(limits.lower, limits.upper,
                                                 max_step=limits.max_step)
+        self._unguarded = bool(np.all(np.isinf(limits.max_step)))
         if self.position is not None:
             self.position = np.clip(self.position, limits.lower, limits.upper)
             self._stop = np.clip(self._stop, limits.lower, limits.upper)
@@ -122,7 +123,9 @@ class CommandStream:
     def step(self) -> np.ndarray:
         """Advance one command; return the new position (the stream must be started)."""
         target = self.goal if self.goal is not None else self._stop
-        if self.dt is None:
+        if self.dt is None and self._unguarded:
+            self.position = target  # already within the limits: the jump is the command
+        elif self.dt is None:
             self.position, _ = limit_step(self.position, np.zeros(self.limits.size), target,
                                           1.0, self._jump_limits)
         else:

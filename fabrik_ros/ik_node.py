@@ -155,6 +155,8 @@ class Settings:
     tolerance: float  # metres
     max_iterations: int
     motion: MotionLimits
+    target_timeout: float  # seconds, 0: never
+    feedback_timeout: float  # seconds
 
 
 class SolveStats:
@@ -357,7 +359,9 @@ class IkNode(Node):
                         max_iterations=value('max_iterations'),
                         motion=MotionLimits.create(chain.lower, chain.upper,
                                                    motion['max_velocity'],
-                                                   motion['max_acceleration'], max_step))
+                                                   motion['max_acceleration'], max_step),
+                        target_timeout=value('target_timeout'),
+                        feedback_timeout=value('feedback_timeout'))
 
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a parameter change; commit it only when all of it is usable."""
@@ -444,10 +448,10 @@ class IkNode(Node):
             return 'the node is disabled (call ~/enable)'
         if self._feedback_stale():
             return f'no fresh feedback on {self._feedback_topic}'
-        timeout = self.get_parameter('target_timeout').value
-        stamp = Time.from_msg(header.stamp)
-        if timeout > 0.0 and stamp.nanoseconds > 0:  # an unstamped target is taken as new
-            age = (self.get_clock().now() - stamp).nanoseconds * 1e-9
+        timeout = self._settings.target_timeout
+        stamped = header.stamp.sec or header.stamp.nanosec  # unstamped targets count as new
+        if timeout > 0.0 and stamped:
+            age = (self.get_clock().now() - Time.from_msg(header.stamp)).nanoseconds * 1e-9
             if age > timeout:
                 return f'target stamped {age:.3f} s ago, older than target_timeout {timeout} s'
         return ''
@@ -489,8 +493,9 @@ class IkNode(Node):
             self._stream.start(self._measured)  # the first command is where the arm is
 
     def _feedback_stale(self) -> bool:
+        """Tell whether feedback is configured but missing or too old (needs the chain)."""
         age = time.monotonic() - self._measured_time
-        return bool(self._feedback_topic) and age > self.get_parameter('feedback_timeout').value
+        return bool(self._feedback_topic) and age > self._settings.feedback_timeout
 
     def _on_enable(self, request: SetBool.Request,
                    response: SetBool.Response) -> SetBool.Response:
@@ -553,7 +558,7 @@ class IkNode(Node):
         """Check the watchdogs, then send the next command (stream) or the held one."""
         if self._stream is None or self._stream.position is None:
             return
-        timeout = self.get_parameter('target_timeout').value
+        timeout = self._settings.target_timeout
         if self._feedback_stale():
             self._stream.hold(f'feedback on {self._feedback_topic} is stale')
         elif (timeout > 0.0 and self._stream.goal is not None
