@@ -305,13 +305,15 @@ def format_summary(summary: dict) -> str:
 # ---- processes ----------------------------------------------------------------------------
 
 def ros_environment(environ: dict[str, str]) -> dict[str, str]:
-    """Return ``environ`` with DDS pinned to loopback and a domain id set."""
+    """Return ``environ`` with DDS pinned to loopback, a domain id and the source tree set."""
     env = dict(environ)
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     env['ROS_LOCALHOST_ONLY'] = '1'
     env.setdefault('ROS_DOMAIN_ID', DEFAULT_DOMAIN_ID)
-    source_tree = str(Path(__file__).resolve().parent.parent)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [source_tree, env.get('PYTHONPATH')]))
+    source_tree = Path(__file__).resolve().parent.parent
+    if (source_tree / 'package.xml').is_file():  # a checkout: the nodes import from it too
+        env['PYTHONPATH'] = os.pathsep.join(
+            filter(None, [str(source_tree), env.get('PYTHONPATH')]))
     return env
 
 

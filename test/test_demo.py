@@ -1,12 +1,14 @@
 """The main job: the demo's plan, and a short real run of ik_node + sim_arm over DDS."""
 
 import json
+import os
 from pathlib import Path
 import subprocess
 import sys
 
 from fabrik_ros.config import chain_from_parameters, load_config
-from fabrik_ros.demo import branch_lengths, MODES, TargetPlan, Tracker
+from fabrik_ros.demo import (branch_lengths, DEFAULT_DOMAIN_ID, MODES, ros_environment,
+                             TargetPlan, Tracker)
 import numpy as np
 import pytest
 
@@ -118,3 +120,13 @@ def test_tree_modes_drive_every_effector(mode: str, tmp_path: Path) -> None:
     assert summary['ik_error_mm']['median'] < 1.0, output
     assert summary['arm_error_holding_mm'] < 1.0, output
     assert_out_of_reach_reported(summary, output)
+
+
+def test_environment_keeps_dds_on_loopback_and_a_chosen_domain() -> None:
+    """Loopback is forced; the caller's domain is kept, else the demo's own is set."""
+    env = ros_environment({'ROS_LOCALHOST_ONLY': '0', 'ROS_DOMAIN_ID': '7'})
+    assert env['ROS_LOCALHOST_ONLY'] == '1'
+    assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'LOCALHOST'
+    assert env['ROS_DOMAIN_ID'] == '7'
+    assert ros_environment({})['ROS_DOMAIN_ID'] == DEFAULT_DOMAIN_ID
+    assert str(REPO) in ros_environment({})['PYTHONPATH'].split(os.pathsep)
