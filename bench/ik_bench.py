@@ -296,8 +296,13 @@ def main(argv: list[str] | None = None) -> None:
             'variants': variants(chain, small, rng),
         }
     results['machine']['reference_us_after'] = reference_us()
-    print(report(results))
-    out = REPO / 'bench' / 'results' / 'ik_bench.json'
+    publish(results, report(results), 'ik_bench.json')
+
+
+def publish(results: dict[str, Any], tables: str, file_name: str) -> None:
+    """Print the tables and write the results as bench/results/<file_name>."""
+    print(tables)
+    out = REPO / 'bench' / 'results' / file_name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + '\n')
     print(f'\nwrote {out.relative_to(REPO)}')

@@ -21,7 +21,6 @@ Prints markdown tables and writes bench/results/tree_bench.json. Timing as in ik
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 import sys
 from typing import Any
@@ -31,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fabrik_ros.chain import Chain  # noqa: E402
 from fabrik_ros.config import chain_from_parameters, load_config  # noqa: E402
 from fabrik_ros.ik import IkSolver  # noqa: E402
-from ik_bench import limit_violation, random_poses, REPO, SEED, SUCCESS_M, summary, table, \
-    timed_solve  # noqa: E402
+from ik_bench import limit_violation, publish, random_poses, REPO, SEED, SUCCESS_M, summary, \
+    table, timed_solve  # noqa: E402
 import numpy as np  # noqa: E402
 
 ROBOTS = ('dual_arm', 'spider')
@@ -123,11 +122,7 @@ def main(argv: list[str] | None = None) -> None:
             entry['simultaneous_free_root'] = simultaneous(
                 chain, IkSolver(chain, root='free'), count, rng)
         results['robots'][name] = entry
-    print(report(results))
-    out = REPO / 'bench' / 'results' / 'tree_bench.json'
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + '\n')
-    print(f'\nwrote {out.relative_to(REPO)}')
+    publish(results, report(results), 'tree_bench.json')
 
 
 def report(results: dict[str, Any]) -> str:

@@ -5,7 +5,6 @@ Checked against the model's own forward kinematics (Chain.forward), as for seria
 """
 
 import math
-from pathlib import Path
 
 from fabrik_ros.chain import Chain, Effector, Joint, rotation_from_rpy
 from fabrik_ros.config import chain_from_parameters, load_config
@@ -13,30 +12,12 @@ from fabrik_ros.ik import IkSolver
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-TOLERANCE = 1e-4  # metres, the solver's default
+from test_ik import assert_within_limits, pose_in_limits, REPO, TOLERANCE, unit
 
 
 def robot(name: str) -> Chain:
     """Return the chain of config/<name>.yaml."""
     return chain_from_parameters(load_config(REPO / 'config' / f'{name}.yaml'), REPO)
-
-
-def pose_in_limits(chain: Chain, fractions) -> np.ndarray:
-    """Map fractions in [0, 1] to joint angles inside the limits (continuous: +-pi)."""
-    lower = np.maximum(chain.lower, -math.pi)
-    upper = np.minimum(chain.upper, math.pi)
-    return lower + np.asarray(fractions) * (upper - lower)
-
-
-def assert_within_limits(chain: Chain, q: np.ndarray) -> None:
-    """Assert q is finite and inside the joint limits, with zero tolerance."""
-    assert np.all(np.isfinite(q))
-    assert np.all(q >= chain.lower) and np.all(q <= chain.upper)
-
-
-unit = st.floats(0.0, 1.0)
 
 
 @st.composite
