@@ -61,7 +61,8 @@ except ImportError:
 DIAGNOSTICS_PERIOD = 1.0  # seconds
 WARNING_THROTTLE = 2.0  # seconds between repeats of one warning
 OUTPUTS = ('joint_state', 'joint_trajectory', 'forward_command')
-MOTION_FIELDS = ('max_velocity', 'max_acceleration')  # joint_limits.<joint>.<field>
+LIMIT_UNITS = {'min_position': 'radians', 'max_position': 'radians', 'max_velocity': 'rad/s',
+               'max_acceleration': 'rad/s^2'}  # of joint_limits.<joint>.<field>
 # A trajectory point due at once would make a JointTrajectoryController jump to it.
 MIN_TRAJECTORY_DURATION = 0.01  # seconds
 # Target topics keep one message: a newer target replaces an unsolved one (no backlog).
@@ -286,14 +287,14 @@ class IkNode(Node):
         self._command_order = joint_order(chain.joint_names, order or chain.joint_names)
         defaults = self._limit_defaults(chain)
         for index, joint in enumerate(chain.joint_names):
-            for field, unit in zip((*LIMIT_FIELDS, *MOTION_FIELDS),
-                                   ('radians', 'radians', 'rad/s', 'rad/s^2')):
+            for field in LIMIT_FIELDS:
                 name = f'{LIMITS_PREFIX}{joint}.{field}'
                 if not self.has_parameter(name):
                     # Declaring runs _on_set_parameters, which validates any override.
                     self.declare_parameter(name, float(defaults[field][index]), _descriptor(
-                        f'{field.replace("_", " ").capitalize()} of {joint}, {unit}; may '
-                        'only narrow the model'))
+                        f'{field.replace("_", " ").capitalize()} of {joint}, '
+                        f'{LIMIT_UNITS[field]}' + ('' if field == 'max_acceleration' else
+                                                   '; may only narrow the model')))
         settings = self._settings_for({})
         self._settings = settings
         self._stream = CommandStream(settings.motion, self._dt)
@@ -334,32 +335,21 @@ class IkNode(Node):
         def value(name: str) -> object:
             return updates[name] if name in updates else self.get_parameter(name).value
 
-        model = self._model
         limits = {LIMITS_PREFIX + name: parameter.value for name, parameter
                   in self.get_parameters_by_prefix(LIMITS_PREFIX[:-1]).items()}
         limits.update((name, value) for name, value in updates.items()
                       if name.startswith(LIMITS_PREFIX))
-        positions = {name: value for name, value in limits.items()
-                     if name.rpartition('.')[2] in LIMIT_FIELDS}
-        chain = with_limit_overrides(model, positions)
-        defaults = self._limit_defaults(model)
-        motion = {field: np.array([limits.get(f'{LIMITS_PREFIX}{joint}.{field}', default)
-                                   for joint, default in zip(model.joint_names,
-                                                             defaults[field])], dtype=float)
-                  for field in MOTION_FIELDS}
-        widened = motion['max_velocity'] > model.max_velocity
-        if widened.any():
-            joint = model.joint_names[int(np.argmax(widened))]
-            raise ValueError(f'{LIMITS_PREFIX}{joint}.max_velocity would widen the model '
-                             f'limit {model.max_velocity[int(np.argmax(widened))]:g} rad/s')
-        max_step = value('max_joint_step')
-        if not max_step > 0.0:
-            raise ValueError(f'max_joint_step must be > 0 radians, got {max_step}')
+        chain = with_limit_overrides(self._model, limits)  # narrowing only, validated
+        defaults = self._limit_defaults(self._model)  # for joints not declared yet
+        velocity = np.where(np.isfinite(chain.max_velocity), chain.max_velocity,
+                            defaults['max_velocity'])
+        acceleration = [limits.get(f'{LIMITS_PREFIX}{joint}.max_acceleration', default)
+                        for joint, default in zip(chain.joint_names,
+                                                  defaults['max_acceleration'])]
         return Settings(chain=chain, tolerance=value('tolerance'),
                         max_iterations=value('max_iterations'),
-                        motion=MotionLimits.create(chain.lower, chain.upper,
-                                                   motion['max_velocity'],
-                                                   motion['max_acceleration'], max_step),
+                        motion=MotionLimits.create(chain.lower, chain.upper, velocity,
+                                                   acceleration, value('max_joint_step')),
                         target_timeout=value('target_timeout'),
                         feedback_timeout=value('feedback_timeout'))
 
