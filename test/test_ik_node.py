@@ -236,3 +236,14 @@ def test_two_effectors_commanded_at_once(start_node, client):
 
         assert client.spin_until(both_reached, REPLY_TIMEOUT), 'not every effector reached'
         assert list(received[-1].name) == chain.joint_names  # one JointState for all joints
+
+    # RViz's Publish Point moves the effector nearest to the click; the other one holds.
+    clicked = targets[1] + np.array([0.0, 0.0, 0.02])
+    client.send_point(clicked)
+
+    def right_moved() -> bool:
+        tips = chain.effector_positions(np.array(received[-1].position))
+        return bool(np.linalg.norm(tips[1] - clicked) <= MM
+                    and np.linalg.norm(tips[0] - targets[0]) <= MM)
+
+    assert client.spin_until(right_moved, REPLY_TIMEOUT), 'the click moved the wrong effector'
