@@ -41,6 +41,7 @@ import numpy as np
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
 from rclpy.exceptions import ParameterException
+from rclpy.expand_topic_name import expand_topic_name
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
@@ -214,8 +215,15 @@ class IkNode(Node):
         self._last_refusal = ''
         self._effector_topics: set[str] = set()
 
-        self._command_pub = self.create_publisher(
-            JointState, self.get_parameter('joint_command_topic').value, 10)
+        command_topic = self.get_parameter('joint_command_topic').value
+        self._feedback_topic = self.get_parameter('feedback_topic').value
+        if self._feedback_topic and 'joint_state' in self._outputs and len(
+                {expand_topic_name(topic, self.get_name(), self.get_namespace())
+                 for topic in (command_topic, self._feedback_topic)}) == 1:
+            raise ValueError(f'feedback_topic and joint_command_topic are both '
+                             f"'{command_topic}': the node would take its own commands for "
+                             'the measured state')
+        self._command_pub = self.create_publisher(JointState, command_topic, 10)
         self._trajectory_pub = self.create_publisher(JointTrajectory, '~/joint_trajectory', 10)
         self._array_pub = self.create_publisher(Float64MultiArray, '~/commands', 10)
         self._marker_pub = self.create_publisher(MarkerArray, '~/markers', 1)
@@ -229,7 +237,6 @@ class IkNode(Node):
         self.create_subscription(PoseStamped, 'target_pose', self._on_pose, TARGET_QOS)
         self.create_subscription(PoseStamped, 'goal_pose', self._on_pose, TARGET_QOS)
         self.create_subscription(PointStamped, '/clicked_point', self._on_point, TARGET_QOS)
-        self._feedback_topic = self.get_parameter('feedback_topic').value
         if self._feedback_topic:
             self.create_subscription(JointState, self._feedback_topic, self._on_feedback,
                                      qos_profile_sensor_data)

@@ -253,3 +253,12 @@ def test_narrowed_velocity_limit_applies_to_the_next_commands(start_node, client
     assert client.spin_until(lambda: len(received) > start + 20, 2.0)
     steps = np.abs(np.diff(positions(received[start - 1:]), axis=0))
     assert steps.max() <= slow * DT * (1 + 1e-6)
+
+
+def test_commands_on_the_feedback_topic_are_a_configuration_error(start_node):
+    process = start_node('ik_node', params={**ARM, 'feedback_topic': 'joint_states'})
+    deadline = time.monotonic() + DISCOVERY_TIMEOUT
+    while process.running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert process.popen.returncode == 1
+    assert 'would take its own commands for the measured state' in process.log()
