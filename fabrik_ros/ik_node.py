@@ -214,6 +214,7 @@ class IkNode(Node):
         self._refused = 0
         self._last_refusal = ''
         self._effector_topics: set[str] = set()
+        self._description = ''  # the last robot_description taken from the topic
 
         command_topic = self.get_parameter('joint_command_topic').value
         self._feedback_topic = self.get_parameter('feedback_topic').value
@@ -275,6 +276,8 @@ class IkNode(Node):
                                list(self.get_parameter('tip_links').value))
 
     def _on_description(self, msg: String) -> None:
+        if msg.data == self._description:
+            return  # published again, unchanged: keep commanding as before
         previous = self._model, self._settings, self._stream, self._command_order
         try:
             self._use_chain(self._chain_from_urdf(msg.data))
@@ -282,6 +285,7 @@ class IkNode(Node):
             self._model, self._settings, self._stream, self._command_order = previous
             self.get_logger().error(f'robot_description refused, chain unchanged: {error}')
             return
+        self._description = msg.data
         self.get_logger().info('chain loaded from the robot_description topic')
 
     def _use_chain(self, chain: Chain) -> None:
@@ -344,7 +348,7 @@ class IkNode(Node):
 
         limits = {LIMITS_PREFIX + name: parameter.value for name, parameter
                   in self.get_parameters_by_prefix(LIMITS_PREFIX[:-1]).items()}
-        limits.update((name, value) for name, value in updates.items()
+        limits.update((name, number) for name, number in updates.items()
                       if name.startswith(LIMITS_PREFIX))
         chain = with_limit_overrides(self._model, limits)  # narrowing only, validated
         defaults = self._limit_defaults(self._model)  # for joints not declared yet
@@ -579,7 +583,7 @@ class IkNode(Node):
         if 'joint_trajectory' in self._outputs:
             duration = max(stream.duration(previous), MIN_TRAJECTORY_DURATION)
             self._trajectory_pub.publish(joint_trajectory(
-                self._model.joint_names, position, stream.velocity, duration))
+                self._model.joint_names, position, duration))
         if 'forward_command' in self._outputs:
             self._array_pub.publish(
                 Float64MultiArray(data=position[self._command_order].tolist()))

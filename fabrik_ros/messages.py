@@ -77,15 +77,16 @@ def joint_state(names: Sequence[str], positions: np.ndarray, stamp: Time) -> Joi
     return msg
 
 
-def joint_trajectory(names: Sequence[str], positions: np.ndarray, velocities: np.ndarray,
+def joint_trajectory(names: Sequence[str], positions: np.ndarray,
                      duration: float) -> JointTrajectory:
     """
     Build a one-point JointTrajectory reaching `positions` after `duration` seconds.
 
     The header stamp stays zero: ros2_control's JointTrajectoryController then starts it on
-    arrival, replacing whatever it was executing.
+    arrival, replacing whatever it was executing. Positions only (no end velocity), so
+    controllers that refuse a nonzero velocity at a trajectory's end take it too.
     """
-    point = JointTrajectoryPoint(positions=positions.tolist(), velocities=velocities.tolist())
+    point = JointTrajectoryPoint(positions=positions.tolist())
     seconds = int(duration)
     point.time_from_start = Duration(sec=seconds, nanosec=int((duration - seconds) * 1e9))
     return JointTrajectory(joint_names=list(names), points=[point])
