@@ -13,17 +13,13 @@ Each joint moves like a drive with velocity and acceleration limits (fabrik_ros.
 a far or sudden command never makes it jump.
 """
 
-import sys
-
 from fabrik_ros.chain import Chain, ChainError
 from fabrik_ros.config import chain_from_parameters
 from fabrik_ros.ik_node import package_share_dir
 from fabrik_ros.motion import MotionLimiter, MotionLimits
+from fabrik_ros.node_main import run_node
 import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
-import rclpy
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
@@ -133,23 +129,7 @@ class SimArm(Node):
 
 def main(args: list[str] | None = None) -> None:
     """Run the simulated arm until Ctrl-C or shutdown; exit 1 on a configuration error."""
-    rclpy.init(args=args)
-    node = None
-    exit_code = 0
-    try:
-        node = SimArm()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ParameterException, ValueError) as error:  # ChainError is a ValueError
-        rclpy.logging.get_logger('sim_arm').fatal(f'cannot start: {error}')
-        exit_code = 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    if exit_code:
-        sys.exit(exit_code)
+    run_node(SimArm, 'sim_arm', args)
 
 
 if __name__ == '__main__':
