@@ -115,8 +115,9 @@ NODE_PARAMETERS = {
         'Command stream rate, Hz, shaped by the velocity and acceleration limits; 0: '
         'publish each solution at once', float_range=(0.0, 1000.0), read_only=True)),
     'publish_rate': (10.0, _descriptor(
-        'With command_rate 0: re-publish the last command at this rate, Hz (0: only when a '
-        'target is solved)', float_range=(0.0, 1000.0))),
+        'With command_rate 0: re-publish the last command, go on with moves held back by '
+        'max_joint_step and check the watchdogs at this rate, Hz (0: only when a target is '
+        'solved)', float_range=(0.0, 1000.0))),
     'default_max_velocity': (1.0, _descriptor(
         'Velocity limit of joints the model gives none, rad/s', float_range=(1e-3, 100.0),
         read_only=True)),
@@ -503,7 +504,7 @@ class IkNode(Node):
         if not request.data:
             self._enabled = False
             if self._stream is not None:
-                self._stream.hold('disabled')
+                self._hold('disabled (~/enable false)')
             response.success, response.message = True, 'disabled: no commands are sent'
             return response
         if self._model is None or self._feedback_stale():
@@ -522,7 +523,7 @@ class IkNode(Node):
         if self._stream is None or self._stream.position is None:
             response.success, response.message = False, 'nothing to hold: no command yet'
             return response
-        self._stream.hold('hold requested (~/hold)')
+        self._hold('hold requested (~/hold)')
         response.success, response.message = True, 'holding until the next target'
         return response
 
@@ -561,11 +562,17 @@ class IkNode(Node):
             return
         timeout = self._settings.target_timeout
         if self._feedback_stale():
-            self._stream.hold(f'feedback on {self._feedback_topic} is stale')
+            self._hold(f'feedback on {self._feedback_topic} is stale')
         elif (timeout > 0.0 and self._stream.goal is not None
               and time.monotonic() - self._target_time > timeout):
-            self._stream.hold(f'no target for {timeout} s (target_timeout)')
+            self._hold(f'no target for {timeout} s (target_timeout)')
         self._send_command()
+
+    def _hold(self, reason: str) -> None:
+        """Brake to a stop and stay; say so once, when the hold begins."""
+        if self._stream.goal is not None or not self._stream.hold_reason:
+            self.get_logger().warning(f'holding: {reason}')
+        self._stream.hold(reason)
 
     def _send_command(self) -> None:
         """Advance the command stream one step and publish it on every chosen output."""
