@@ -48,7 +48,7 @@ from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, String
+from std_msgs.msg import Float64MultiArray, Header, String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
@@ -424,7 +424,8 @@ class IkNode(Node):
         self.get_logger().warning(f'target refused, no motion: {reason}',
                                   throttle_duration_sec=WARNING_THROTTLE)
 
-    def _set_target(self, position: np.ndarray, header, effector: int | None) -> None:
+    def _set_target(self, position: np.ndarray, header: Header,
+                    effector: int | None) -> None:
         """Store the target in the base frame and solve; `effector` None: the nearest one."""
         reason = self._why_not_moving(header)
         if reason:
@@ -442,7 +443,7 @@ class IkNode(Node):
         self._target_time = time.monotonic()
         self._solve()
 
-    def _why_not_moving(self, header) -> str:
+    def _why_not_moving(self, header: Header) -> str:
         """Return why a target cannot be taken now ('' if it can)."""
         if self._model is None:
             return 'no chain yet (waiting for robot_description)'
