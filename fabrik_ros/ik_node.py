@@ -101,6 +101,10 @@ NODE_PARAMETERS = {
         'Target reached when the tip is this close, metres', float_range=(1e-7, 1.0))),
     'max_iterations': (100, _descriptor(
         'Iteration cap of one solve', int_range=(1, 10000))),
+    'max_restarts': (24, _descriptor(
+        'Solves from other seeds when one stalls short of a target; 0 keeps every solution '
+        'on the branch of the last one (no jumps), at the cost of missing some targets',
+        int_range=(0, 1000))),
     'outputs': (['joint_state'], _descriptor(
         'Command outputs, any of: joint_state (sensor_msgs/JointState on '
         'joint_command_topic), joint_trajectory (trajectory_msgs/JointTrajectory on '
@@ -157,6 +161,7 @@ class Settings:
     chain: Chain  # the model with the joint limit overrides applied
     tolerance: float  # metres
     max_iterations: int
+    max_restarts: int
     motion: MotionLimits
     target_timeout: float  # seconds, 0: never
     feedback_timeout: float  # seconds
@@ -360,6 +365,7 @@ class IkNode(Node):
                                                   defaults['max_acceleration'])]
         return Settings(chain=chain, tolerance=value('tolerance'),
                         max_iterations=value('max_iterations'),
+                        max_restarts=value('max_restarts'),
                         motion=MotionLimits.create(chain.lower, chain.upper, velocity,
                                                    acceleration, value('max_joint_step')),
                         target_timeout=value('target_timeout'),
@@ -534,7 +540,8 @@ class IkNode(Node):
         settings, stream = self._settings, self._stream
         if self._solver is None:
             self._solver = IkSolver(settings.chain, tolerance=settings.tolerance,
-                                    max_iterations=settings.max_iterations)
+                                    max_iterations=settings.max_iterations,
+                                    max_restarts=settings.max_restarts)
         target = self._targets[0] if len(self._targets) == 1 else self._targets
         # Closed loop: start from where the arm is when it is measured.
         seed = self._measured if self._feedback_topic else stream.goal
@@ -632,7 +639,7 @@ class IkNode(Node):
         if result is not None:
             values.update({
                 'reached': result.reached, 'error_m': f'{result.error:.6f}',
-                'iterations': result.iterations,
+                'iterations': result.iterations, 'restarts': result.restarts,
                 'solve_time_ms': f'{1e3 * stats.total_seconds / max(stats.solves, 1):.3f}',
                 'solve_time_max_ms': f'{1e3 * stats.max_seconds:.3f}',
             })
