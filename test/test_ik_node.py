@@ -158,6 +158,7 @@ def test_bad_target_is_refused_without_motion_and_the_node_keeps_serving(start_n
     ('tolerance', -1.0),  # out of its range
     ('tolerance', 'tight'),  # wrong type
     ('max_iterations', 0),  # out of its range
+    ('max_restarts', -1),  # out of its range
     ('base_link', 'world'),  # read-only: needs a restart
     ('joint_limits.seg1_pitch.min_position', 0.5),  # above its max_position 0.4 set below
     ('joint_limits.seg1_pitch.max_position', 2.0),  # would widen the model's pi/2
