@@ -205,6 +205,7 @@ class IkNode(Node):
         rate = self.get_parameter('command_rate').value
         self._dt = 1.0 / rate if rate > 0.0 else None  # seconds between streamed commands
         self._enabled = self.get_parameter('start_enabled').value
+        self._disabling = False  # disabled, still braking to a stop
         self._model: Chain | None = None  # the chain as described, before limit overrides
         self._settings: Settings | None = None
         self._solver: IkSolver | None = None  # built on the next solve after a change
@@ -453,7 +454,7 @@ class IkNode(Node):
         """Return why a target cannot be taken now ('' if it can)."""
         if self._model is None:
             return 'no chain yet (waiting for robot_description)'
-        if not self._enabled:
+        if not self._enabled or self._disabling:
             return 'the node is disabled (call ~/enable)'
         if self._feedback_stale():
             return f'no fresh feedback on {self._feedback_topic}'
@@ -509,10 +510,17 @@ class IkNode(Node):
     def _on_enable(self, request: SetBool.Request,
                    response: SetBool.Response) -> SetBool.Response:
         if not request.data:
-            self._enabled = False
-            if self._stream is not None:
+            if self._stream is None or self._stream.position is None or self._dt is None:
+                self._enabled = False  # nothing moving between commands: silent at once
+            else:  # brake to a stop first; _send_command goes silent once at rest
+                self._disabling = self._enabled
                 self._hold('disabled (~/enable false)')
-            response.success, response.message = True, 'disabled: no commands are sent'
+            response.success = True
+            response.message = 'disabled: no commands are sent once the arm is at rest'
+            return response
+        if self._enabled:  # restarting the stream now would stop it without braking
+            self._disabling = False
+            response.success, response.message = True, 'enabled (holding)'
             return response
         if self._model is None or self._feedback_stale():
             response.success = False
@@ -602,6 +610,8 @@ class IkNode(Node):
         if 'forward_command' in self._outputs:
             self._array_pub.publish(
                 Float64MultiArray(data=position[self._command_order].tolist()))
+        if self._disabling and not np.any(stream.velocity):
+            self._enabled = self._disabling = False  # at rest: from now on, silence
 
     # ---- what the node shows ----------------------------------------------------------
 

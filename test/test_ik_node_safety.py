@@ -168,6 +168,24 @@ def test_enable_and_hold_services(start_node, client, chain):
     assert len(received) == disabled, 'a disabled node kept sending commands'
 
 
+def test_disabling_a_moving_arm_brakes_to_a_stop_then_goes_silent(start_node, client, chain):
+    start_arm(start_node, client, **STREAM)
+    received = client.joint_states['']
+    assert client.spin_until(lambda: len(received) >= 3, 2.0)
+    start = len(received)
+    target = chain.tip_position(FAR)
+    client.send_pose(target)
+    assert client.spin_until(lambda: len(received) > start + 15, 2.0)
+    assert call(client, SetBool, '/ik_node/enable', SetBool.Request(data=False)).success
+    client.spin_until(lambda: False, 1.0)  # braking from 2 rad/s at 4 rad/s^2: 0.5 s
+    silent = len(received)
+    client.spin_until(lambda: False, QUIET_PERIOD)
+    assert len(received) == silent, 'commands went on after the stop'
+    assert np.array_equal(received[-1].position, received[-2].position)  # at rest
+    assert tip_error(chain, received[-1], target) > 0.05
+    assert_within_motion_limits(chain, positions(received[start:]), chain.neutral())
+
+
 def test_every_output_carries_the_joint_order_and_values(start_node, client, chain):
     order = chain.joint_names[::-1]
     start_arm(start_node, client, outputs=['joint_state', 'joint_trajectory',
