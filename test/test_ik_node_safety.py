@@ -273,10 +273,16 @@ def test_narrowed_velocity_limit_applies_to_the_next_commands(start_node, client
     assert steps.max() <= slow * DT * (1 + 1e-6)
 
 
-def test_commands_on_the_feedback_topic_are_a_configuration_error(start_node):
-    process = start_node('ik_node', params={**ARM, 'feedback_topic': 'joint_states'})
+@pytest.mark.parametrize('params, complaint', [
+    ({'feedback_topic': 'joint_states'}, 'would take its own commands for the measured state'),
+    ({'joint_limits.seg1_pitch.max_position': 2.0}, 'would widen the model limits'),
+    ({'outputs': ['joint_state', 'servo']}, "outputs ['servo'] unknown"),
+    ({'command_joints': ['seg1_yaw']}, 'must list each of'),
+])
+def test_a_bad_configuration_stops_the_node_with_the_reason(start_node, params, complaint):
+    process = start_node('ik_node', params={**ARM, **params})
     deadline = time.monotonic() + DISCOVERY_TIMEOUT
     while process.running() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert process.popen.returncode == 1
-    assert 'would take its own commands for the measured state' in process.log()
+    assert complaint in process.log()
