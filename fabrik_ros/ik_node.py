@@ -585,10 +585,12 @@ class IkNode(Node):
         self._send_command()
 
     def _hold(self, reason: str) -> None:
-        """Brake to a stop and stay; say so once, when the hold begins."""
+        """Brake to a stop and stay, every target forgotten; say so once, as it begins."""
         if self._stream.goal is not None or not self._stream.hold_reason:
             self.get_logger().warning(f'holding: {reason}')
         self._stream.hold(reason)
+        if self._targets is not None:
+            self._targets[:] = np.nan  # a later target for one effector revives no other
 
     def _send_command(self) -> None:
         """Advance the command stream one step and publish it on every chosen output."""
