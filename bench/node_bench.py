@@ -4,7 +4,8 @@ End-to-end benchmark of ik_node over loopback DDS: latency and sustained target 
     bash scripts/ros_venv.sh python3 bench/node_bench.py [--config config/arm.yaml] [--quick]
 
 Starts ik_node as its own process (publish_rate 0: a JointState only when a target is
-solved) and, from this process:
+solved) and, from this process, measures (the same for bench/echo_node.py first, a bare
+rclpy echo through the same QoS and executor: the floor under ik_node's numbers):
 
 1. latency: one target at a time, each waiting for its JointState; median and p99 of
    target published -> JointState received (both hops of loopback DDS, the solve and the
@@ -23,14 +24,17 @@ and writes bench/results/node_bench.json. Goals: p99 <= 5 ms, >= 500 targets/s.
 """
 
 import argparse
+from collections.abc import Callable
 import json
 import os
 from pathlib import Path
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from typing import IO
 
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import chain_from_parameters, load_config
@@ -93,12 +97,17 @@ def percentile_ms(seconds: list[float], q: float) -> float:
 class Bench:
     """The bench's rclpy side: publishes targets, timestamps the node's JointStates."""
 
-    def __init__(self, chain: Chain, targets: np.ndarray, node: subprocess.Popen) -> None:
-        """Create the node, its publisher and subscription, and spin it in a thread."""
-        self.chain = chain
-        self.ik_node = node
+    def __init__(self, name: str, base_link: str, targets: np.ndarray,
+                 tip_of: Callable[[np.ndarray], np.ndarray]) -> None:
+        """
+        Create the node, its publisher and subscription, and spin it in a thread.
+
+        `tip_of` maps the positions of an answer to the point it reached, metres.
+        """
+        self.tip_of = tip_of
+        self.process: subprocess.Popen | None = None  # the node under test
         self.targets = targets
-        self.node = rclpy.create_node('node_bench')
+        self.node = rclpy.create_node(name)
         self.publisher = self.node.create_publisher(PoseStamped, 'target_pose', 10)
         self.received: list[tuple[float, tuple[float, ...]]] = []
         self.arrived = threading.Event()
@@ -108,28 +117,29 @@ class Bench:
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
         self.thread.start()
         self.message = PoseStamped()
-        self.message.header.frame_id = chain.base_link
+        self.message.header.frame_id = base_link
         self.message.pose.orientation.w = 1.0
 
     def _on_command(self, msg: JointState) -> None:
         self.received.append((time.perf_counter(), tuple(msg.position)))
         self.arrived.set()
 
-    def wait_for_node(self) -> None:
-        """Wait until the node subscribes to targets and publishes commands."""
+    def wait_for_node(self, process: subprocess.Popen) -> None:
+        """Take `process` as the node under test; wait until it is connected."""
+        self.process = process
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while (self.publisher.get_subscription_count() == 0
                or self.node.count_publishers('joint_states') == 0):
             self.check_alive()
             if time.monotonic() > deadline:
-                raise RuntimeError('ik_node did not come up')
+                raise RuntimeError('the node did not come up')
             time.sleep(0.05)
         time.sleep(0.5)
 
     def check_alive(self) -> None:
-        """Raise if the ik_node process has exited."""
-        if self.ik_node.poll() is not None:
-            raise RuntimeError(f'ik_node exited with code {self.ik_node.returncode}')
+        """Raise if the node under test has exited."""
+        if self.process.poll() is not None:
+            raise RuntimeError(f'the node exited with code {self.process.returncode}')
 
     def send(self, index: int) -> float:
         """Publish target `index` (modulo the loop); return the send time."""
@@ -179,7 +189,7 @@ class Bench:
         latency_of: dict[int, float] = {}
         window = np.array([self.targets[(first + i) % len(self.targets)] for i in range(count)])
         for received_at, position in answers:
-            tip = self.chain.tip_position(np.array(position))
+            tip = self.tip_of(np.array(position))
             sent_before = int(np.searchsorted(sent_at, received_at, side='right'))
             recent = np.arange(max(sent_before - 256, 0), sent_before)
             if recent.size == 0:
@@ -230,6 +240,49 @@ def soak(bench: Bench, rate_hz: float, seconds: float, pid: int) -> dict:
             'answered_fraction_min': min(fractions)}
 
 
+def run_phases(bench: Bench, seconds: float, samples: int, label: str) -> dict:
+    """Measure latency, then stream at every rate of RATES_HZ; print as it goes."""
+    pid = bench.process.pid
+    bench.latency(200)  # warm-up: imports, first solves, DDS matching
+    latency = bench.latency(samples)
+    print(f'{label}: latency target -> JointState median {latency["median_ms"]:.2f} ms, '
+          f'p99 {latency["p99_ms"]:.2f} ms, max {latency["max_ms"]:.2f} ms, '
+          f'lost {latency["lost"]}/{latency["samples"]}')
+    phases, first = [], 0
+    for rate in RATES_HZ:
+        phase = bench.stream(rate, seconds, first, pid)
+        first += phase['sent']
+        phases.append(phase)
+        print(f'{label}: {rate:6.0f} targets/s: answered '
+              f'{100 * phase["answered_fraction"]:5.1f} %, latency median '
+              f'{phase["latency_median_ms"]:.2f} ms p99 {phase["latency_p99_ms"]:.2f} ms '
+              f'(growth {phase["latency_growth_ms"]:+.2f} ms), CPU '
+              f'{phase["node_cpu_percent"]:.0f} %, RSS {phase["rss_start_mb"]:.1f} -> '
+              f'{phase["rss_end_mb"]:.1f} MiB{"" if phase["no_backlog"] else "  BACKLOG"}'
+              f'{"  sustained" if phase["sustained"] else ""}')
+    return {'latency': latency, 'throughput': phases,
+            'max_sustained_rate_hz': max((p['rate_hz'] for p in phases if p['sustained']),
+                                         default=0.0)}
+
+
+def start(command: list[str], log: IO[bytes]) -> subprocess.Popen:
+    """Start a node process from the repository, output to `log`."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(REPO_ROOT), os.environ.get('PYTHONPATH')])))
+    return subprocess.Popen([sys.executable, *command], cwd=REPO_ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop a node process like Ctrl-C does."""
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(5.0)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def main() -> None:
     """Run the benchmark, print a summary and write the JSON results."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -241,69 +294,56 @@ def main() -> None:
     chain = chain_from_parameters(load_config(config), REPO_ROOT)
     targets = target_loop(chain, TARGET_SPACING)
     spacing = np.linalg.norm(np.diff(targets, axis=0), axis=1)
+    seconds = 1.0 if options.quick else 3.0
+    samples = 300 if options.quick else 2000
 
-    # DDS stays on this machine, in a domain of its own (the node inherits it).
+    # DDS stays on this machine, in a domain of its own (the nodes inherit it).
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ['ROS_LOCALHOST_ONLY'] = '1'
     os.environ.setdefault('ROS_DOMAIN_ID', str(50 + os.getpid() % 50))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        filter(None, [str(REPO_ROOT), os.environ.get('PYTHONPATH')])))
-    log = tempfile.TemporaryFile()
-    node = subprocess.Popen(
-        [sys.executable, '-m', 'fabrik_ros.ik_node', '--ros-args', '--params-file', str(config),
-         '-p', 'publish_rate:=0.0', '-p', 'marker_rate:=0.0'],
-        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     rclpy.init()
-    bench = Bench(chain, targets, node)
+    log = tempfile.TemporaryFile()
+    results = {'config': options.config, 'joints': chain.dof, 'quick': options.quick,
+               'cpus': os.cpu_count(),
+               'target_spacing_mm': {'min': float(spacing.min() * 1e3),
+                                     'median': float(np.median(spacing) * 1e3)}}
     try:
-        bench.wait_for_node()
-        bench.latency(200)  # warm-up: imports, first solves, DDS matching
-        seconds = 1.0 if options.quick else 3.0
-        latency = bench.latency(300 if options.quick else 2000)
-        print(f'latency target -> JointState: median {latency["median_ms"]:.2f} ms, '
-              f'p99 {latency["p99_ms"]:.2f} ms, max {latency["max_ms"]:.2f} ms, '
-              f'lost {latency["lost"]}/{latency["samples"]}')
-        phases, first = [], 0
-        for rate in RATES_HZ:
-            phase = bench.stream(rate, seconds, first, node.pid)
-            first += phase['sent']
-            phases.append(phase)
-            print(f'{rate:6.0f} targets/s: answered {100 * phase["answered_fraction"]:5.1f} %, '
-                  f'latency median {phase["latency_median_ms"]:.2f} ms p99 '
-                  f'{phase["latency_p99_ms"]:.2f} ms (growth {phase["latency_growth_ms"]:+.2f}'
-                  f' ms), node CPU {phase["node_cpu_percent"]:.0f} %, RSS '
-                  f'{phase["rss_start_mb"]:.1f} -> {phase["rss_end_mb"]:.1f} MiB'
-                  f'{"" if phase["no_backlog"] else "  BACKLOG"}'
-                  f'{"  sustained" if phase["sustained"] else ""}')
-        best = max((p['rate_hz'] for p in phases if p['sustained']), default=0.0)
-        soaked = soak(bench, GOAL_RATE_HZ, 5.0 if options.quick else 15.0, node.pid)
-        print(f'soak at {soaked["rate_hz"]:.0f} targets/s for {soaked["seconds"]:.0f} s: node '
-              f'RSS {soaked["rss_mb"][0]:.1f} -> {soaked["rss_mb"][-1]:.1f} MiB '
+        # The floor: a bare rclpy echo through the same QoS, executor and stream.
+        echo = Bench('node_bench_echo', chain.base_link, targets, lambda position: position)
+        echo.wait_for_node(start(['bench/echo_node.py'], log))
+        results['echo_baseline'] = run_phases(echo, seconds, samples, 'echo   ')
+        stop(echo.process)
+        echo.close()
+
+        bench = Bench('node_bench', chain.base_link, targets, chain.tip_position)
+        bench.wait_for_node(start(
+            ['-m', 'fabrik_ros.ik_node', '--ros-args', '--params-file', str(config),
+             '-p', 'publish_rate:=0.0', '-p', 'marker_rate:=0.0'], log))
+        results.update(run_phases(bench, seconds, samples, 'ik_node'))
+        soaked = soak(bench, GOAL_RATE_HZ, 5.0 if options.quick else 15.0, bench.process.pid)
+        print(f'ik_node: soak at {soaked["rate_hz"]:.0f} targets/s for {soaked["seconds"]:.0f} '
+              f's: RSS {soaked["rss_mb"][0]:.1f} -> {soaked["rss_mb"][-1]:.1f} MiB '
               f'({soaked["rss_slope_mb_per_s"]:+.3f} MiB/s), answered >= '
               f'{100 * soaked["answered_fraction_min"]:.1f} % every second')
+        stop(bench.process)
+        bench.close()
     except BaseException:
         log.seek(0)
-        print(f'--- ik_node output ---\n{log.read().decode(errors="replace")}', file=sys.stderr)
+        print(f'--- node output ---\n{log.read().decode(errors="replace")}', file=sys.stderr)
         raise
     finally:
-        bench.close()
         rclpy.try_shutdown()
-        node.terminate()
-        node.wait(5.0)
-    results = {
-        'config': options.config, 'joints': chain.dof, 'quick': options.quick,
-        'cpus': os.cpu_count(), 'load_average_1min_at_end': os.getloadavg()[0],
-        'target_spacing_mm': {'min': float(spacing.min() * 1e3),
-                              'median': float(np.median(spacing) * 1e3)},
-        'latency': latency, 'throughput': phases, 'max_sustained_rate_hz': best,
-        'backlog_free_at_every_rate': all(p['no_backlog'] for p in phases),
-        'soak': soaked,
+    latency, best = results['latency'], results['max_sustained_rate_hz']
+    results.update({
+        'backlog_free_at_every_rate': all(p['no_backlog'] for p in results['throughput']),
+        'soak': soaked, 'load_average_1min_at_end': os.getloadavg()[0],
         'goals': {'p99_ms': GOAL_P99_MS, 'rate_hz': GOAL_RATE_HZ},
         'goals_met': {'p99': latency['p99_ms'] <= GOAL_P99_MS, 'rate': best >= GOAL_RATE_HZ},
-    }
-    print(f'max sustained rate {best:.0f} targets/s; goals: p99 <= {GOAL_P99_MS} ms '
-          f'{"met" if results["goals_met"]["p99"] else "MISSED"}, >= {GOAL_RATE_HZ:.0f} '
-          f'targets/s {"met" if results["goals_met"]["rate"] else "MISSED"}')
+    })
+    print(f'ik_node: max sustained rate {best:.0f} targets/s (echo floor '
+          f'{results["echo_baseline"]["max_sustained_rate_hz"]:.0f}); goals: p99 <= '
+          f'{GOAL_P99_MS} ms {"met" if results["goals_met"]["p99"] else "MISSED"}, >= '
+          f'{GOAL_RATE_HZ:.0f} targets/s {"met" if results["goals_met"]["rate"] else "MISSED"}')
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + '\n')
     print(f'wrote {RESULTS.relative_to(REPO_ROOT)}')

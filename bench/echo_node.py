@@ -1,0 +1,33 @@
+"""
+A bare rclpy echo, PoseStamped in, JointState (x, y, z) out: the floor under ik_node.
+
+node_bench.py streams targets through it exactly as through ik_node (same QoS, same
+executor); what ik_node adds on top of this echo is the solve and its bookkeeping.
+"""
+
+from fabrik_ros.ik_node import TARGET_QOS
+from fabrik_ros.node_main import run_node
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+
+class EchoNode(Node):
+    """Answer every target with a JointState carrying its position."""
+
+    def __init__(self) -> None:
+        """Wire target_pose in, joint_states out."""
+        super().__init__('echo_node')
+        self._publisher = self.create_publisher(JointState, 'joint_states', 10)
+        self.create_subscription(PoseStamped, 'target_pose', self._on_target, TARGET_QOS)
+
+    def _on_target(self, msg: PoseStamped) -> None:
+        answer = JointState(name=['x', 'y', 'z'])
+        answer.header.stamp = self.get_clock().now().to_msg()
+        position = msg.pose.position
+        answer.position = [position.x, position.y, position.z]
+        self._publisher.publish(answer)
+
+
+if __name__ == '__main__':
+    run_node(EchoNode, 'echo_node')
