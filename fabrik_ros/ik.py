@@ -539,11 +539,16 @@ class IkSolver:
         self._upper = chain.upper.tolist()
         self._neutral = chain.neutral().tolist()
         rng = np.random.default_rng(_RESTART_SEED)
+        n = chain.dof
         low = np.maximum(chain.lower, -math.pi)
         high = np.minimum(chain.upper, math.pi)
         self.max_restarts = max_restarts
-        self._restart_seeds = [rng.uniform(low, np.maximum(low, high)).tolist()
-                               for _ in range(max_restarts - 1)]
+        # Random poses; every other one has each joint at a limit with probability 2/3:
+        # targets whose solution has several joints at their limits sit in small basins.
+        seeds = rng.uniform(low, np.maximum(low, high), size=(max(max_restarts - 1, 0), n))
+        corners = rng.choice(3, size=seeds.shape)
+        seeds[1::2] = np.where(corners == 0, low, np.where(corners == 1, high, seeds))[1::2]
+        self._restart_seeds = seeds.tolist()
 
     # ------------------------------------------------------------------ input
 
@@ -749,9 +754,9 @@ class _Solve:
             step = self._closing_step(state, objective, damping)
             if step is None:
                 break
-            state, new_objective, damping = step
+            state, new_objective, error, damping = step
             gained = math.sqrt(objective) - math.sqrt(new_objective)
-            objective, error = self.measure(state)
+            objective = new_objective
             iterations += 1
             self.closing_steps += 1
             self._accept(state, objective, error)
@@ -768,13 +773,13 @@ class _Solve:
         return max(math.sqrt(objective) - self.floor, 1e-15)
 
     def _closing_step(self, state: _State, objective: float, damping: float
-                      ) -> tuple[_State, float, float] | None:
+                      ) -> tuple[_State, float, float, float] | None:
         """
         Take one Levenberg-Marquardt step on the true kinematics, within the limits.
 
         Joints the step would push past a limit are held at it and the step is re-solved
-        without them. Returns (state, objective, next damping), or None if no damping up
-        to _DAMPING_MAX lowers the objective.
+        without them. Returns (state, objective, largest goal distance, next damping), or
+        None if no damping up to _DAMPING_MAX lowers the objective.
         """
         tree = self.tree
         lower, upper = self.solver._lower, self.solver._upper
@@ -817,8 +822,8 @@ class _Solve:
             if self.free_root:
                 base = (base[0] + step[n], base[1] + step[n + 1], base[2] + step[n + 2])
             candidate = tree.sweep(q, base)
-            new_objective = self.measure(candidate)[0]
+            new_objective, error = self.measure(candidate)
             if new_objective < objective:
-                return candidate, new_objective, max(damping * 0.1, _DAMPING_MIN)
+                return candidate, new_objective, error, max(damping * 0.1, _DAMPING_MIN)
             damping *= 10.0
         return None

