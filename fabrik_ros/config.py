@@ -52,6 +52,16 @@ CHAIN_PARAMETERS: dict[str, tuple[Any, str]] = {
 }
 
 
+def package_share_dir() -> Path:
+    """Return the package's share directory: the source tree when run from it, else installed."""
+    source_tree = Path(__file__).resolve().parent.parent
+    if (source_tree / 'package.xml').is_file():
+        return source_tree
+    # Imported here: the solver core needs no ROS package, only an installed node does.
+    from ament_index_python.packages import get_package_share_directory
+    return Path(get_package_share_directory('fabrik_ros'))
+
+
 def load_config(path: str | Path, node_name: str | None = None) -> dict[str, Any]:
     """
     Read a ROS 2 parameter file and return its parameters as one flat dict.

@@ -30,16 +30,14 @@ from dataclasses import dataclass, field
 import json
 import os
 from pathlib import Path
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from fabrik_ros.chain import Chain
-from fabrik_ros.config import chain_from_parameters, load_config
-from fabrik_ros.ik_node import package_share_dir
+from fabrik_ros.config import chain_from_parameters, load_config, package_share_dir
+from fabrik_ros.node_process import NodeProcess
 from fabrik_ros.paths import ellipse, figure_eight
 from geometry_msgs.msg import PoseStamped
 import numpy as np
@@ -58,7 +56,6 @@ SETTLE_TIME = 1.0  # seconds the last path point is held before going out of rea
 OUT_OF_REACH_TIME = 2.0  # seconds
 APPROACH_TIMEOUT = 10.0  # seconds to reach the path's start before the clock starts
 STARTUP_TIMEOUT = 30.0  # seconds for both nodes to come up
-STOP_TIMEOUT = 5.0  # seconds a node gets to exit after SIGINT
 DIAGNOSTICS_WAIT = 1.1  # seconds: the node reports once a second; get the final result
 REACHED_M = 1e-3  # a command reaches its target within this distance
 READY_FRACTION = 0.5  # ready pose: symmetric joints bend this far toward their upper limit
@@ -317,41 +314,6 @@ def ros_environment(environ: dict[str, str]) -> dict[str, str]:
     return env
 
 
-class NodeProcess:
-    """One ``python -m fabrik_ros.<module>`` child, its output in a log file."""
-
-    def __init__(self, module: str, ros_args: list[str], log_dir: Path,
-                 env: dict[str, str]) -> None:
-        """Start the module in its own session (Ctrl-C reaches it through stop())."""
-        self.module = module
-        self.log_path = log_dir / f'{module}.log'
-        with open(self.log_path, 'wb') as log:
-            self.popen = subprocess.Popen(
-                [sys.executable, '-u', '-m', f'fabrik_ros.{module}', '--ros-args', *ros_args],
-                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
-
-    def died(self) -> bool:
-        """Tell whether the process ended on its own."""
-        return self.popen.poll() is not None
-
-    def stop(self) -> int:
-        """Stop it like Ctrl-C does (SIGINT, then SIGKILL); return its exit code."""
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGINT)
-            try:
-                self.popen.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-        return self.popen.returncode
-
-    def log_tail(self, lines: int = 15) -> str:
-        """Return the last lines the process printed."""
-        text = self.log_path.read_text(errors='replace').splitlines()
-        return '\n'.join(f'  {self.module}| {line}' for line in text[-lines:])
-
-
 # ---- the ROS side -------------------------------------------------------------------------
 
 @dataclass
@@ -449,7 +411,7 @@ class DemoNode(Node):
         started = time.monotonic()
         while not (self._measured and self.count_publishers('joint_commands')
                    and all(pub.get_subscription_count() for pub in self._target_pubs)):
-            if any(child.died() for child in children):
+            if any(not child.running() for child in children):
                 raise RuntimeError('a node died while starting')
             if time.monotonic() - started > STARTUP_TIMEOUT:
                 raise RuntimeError(f'the nodes did not come up within {STARTUP_TIMEOUT:g} s')
@@ -473,7 +435,7 @@ class DemoNode(Node):
         self.start = time.monotonic()
         next_line = 0.0
         while (t := time.monotonic() - self.start) < self.plan.duration:
-            if any(child.died() for child in children):
+            if any(not child.running() for child in children):
                 raise RuntimeError('a node died')
             self.phase = self.plan.phase(t)
             self.send(self.plan.targets(t))
@@ -497,7 +459,7 @@ def stop_all(children: list[NodeProcess]) -> bool:
     """Stop the nodes; return False (after printing its log) if one had died on its own."""
     healthy = True
     for child in children:
-        if child.died() and child.popen.returncode != 0:
+        if not child.running() and child.popen.returncode != 0:
             healthy = False
             print(f'{child.module} exited with {child.popen.returncode}:\n{child.log_tail()}',
                   file=sys.stderr)
@@ -518,8 +480,8 @@ def run(args: argparse.Namespace) -> int:
     params = ['--params-file', str(config)]
     children = [
         NodeProcess('ik_node', [*params, '-p', 'joint_command_topic:=joint_commands'],
-                    log_dir, dict(os.environ)),
-        NodeProcess('sim_arm', params, log_dir, dict(os.environ)),
+                    log_dir / 'ik_node.log'),
+        NodeProcess('sim_arm', params, log_dir / 'sim_arm.log'),
     ]
     # Ctrl-C stays a KeyboardInterrupt: the demo stops its nodes and prints the summary.
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)

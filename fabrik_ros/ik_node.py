@@ -22,14 +22,13 @@ at all while the node is disabled (`~/enable`, `start_enabled`).
 """
 
 from dataclasses import dataclass
-from pathlib import Path
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from fabrik_ros.chain import Chain
 from fabrik_ros.command import CommandStream, joint_order, measured_positions
 from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMIT_FIELDS,
-                               LIMITS_PREFIX, with_limit_overrides)
+                               LIMITS_PREFIX, package_share_dir, with_limit_overrides)
 from fabrik_ros.ik import IkResult, IkSolver
 from fabrik_ros.messages import (branch_paths, chain_markers, diagnostic_array,
                                  joint_state, joint_trajectory, point_array, quaternion_array,
@@ -143,15 +142,6 @@ NODE_PARAMETERS = {
     'marker_rate': (10.0, _descriptor(
         'Publish ~/markers at this rate, Hz (0: off)', float_range=(0.0, 100.0))),
 }
-
-
-def package_share_dir() -> Path:
-    """Return the package's share directory: the source tree when run from it, else installed."""
-    source_tree = Path(__file__).resolve().parent.parent
-    if (source_tree / 'package.xml').is_file():
-        return source_tree
-    from ament_index_python.packages import get_package_share_directory
-    return Path(get_package_share_directory('fabrik_ros'))
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ a far or sudden command never makes it jump.
 """
 
 from fabrik_ros.chain import Chain, ChainError
-from fabrik_ros.config import chain_from_parameters
-from fabrik_ros.ik_node import package_share_dir
+from fabrik_ros.config import chain_from_parameters, package_share_dir
 from fabrik_ros.motion import MotionLimiter, MotionLimits
 from fabrik_ros.node_main import run_node
 import numpy as np

@@ -9,10 +9,9 @@ from collections.abc import Callable, Iterator, Mapping
 import os
 from pathlib import Path
 import signal
-import subprocess
-import sys
 from typing import Any
 
+from fabrik_ros.node_process import NodeProcess
 import pytest
 import yaml
 
@@ -28,36 +27,6 @@ os.environ.setdefault('ROS_DOMAIN_ID', str(os.getpid() % 100 + 1))
 # started by tests would then ignore the Ctrl-C that stops them. Restore the default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-STOP_TIMEOUT = 5.0  # seconds a node gets to exit after SIGINT before it is killed
-
-
-class NodeProcess:
-    """A `python -m fabrik_ros.<module>` process started by the `start_node` fixture."""
-
-    def __init__(self, module: str, popen: subprocess.Popen, log_path: Path) -> None:
-        self.module = module
-        self.popen = popen
-        self.log_path = log_path
-
-    def log(self) -> str:
-        """Return everything the process wrote to stdout and stderr so far."""
-        return self.log_path.read_text(errors='replace')
-
-    def running(self) -> bool:
-        """Tell whether the process is still alive."""
-        return self.popen.poll() is None
-
-    def stop(self) -> int:
-        """Stop the process like Ctrl-C does (SIGINT, then SIGKILL); return its exit code."""
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGINT)
-            try:
-                self.popen.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-        return self.popen.returncode
 
 
 def write_params_file(path: Path, parameters: Mapping[str, Any]) -> Path:
@@ -83,30 +52,24 @@ def start_node(tmp_path: Path) -> Iterator[Callable[..., NodeProcess]]:
     def start(module: str,
               params: Path | str | Mapping[str, Any] | list | None = None,
               namespace: str | None = None,
-              remap: Mapping[str, str] | None = None,
-              args: list[str] | None = None) -> NodeProcess:
+              remap: Mapping[str, str] | None = None) -> NodeProcess:
         ros_args: list[str] = []
         sources = params if isinstance(params, list) else [params] if params else []
         for index, source in enumerate(sources):
             if isinstance(source, Mapping):
                 source = write_params_file(
                     tmp_path / f'{module}_{len(started)}_params{index}.yaml', source)
-            ros_args += ['--params-file', str(source)]
+            ros_args += ['--params-file', str(REPO_ROOT / source)]
         if namespace:
             ros_args += ['-r', f'__ns:=/{namespace.strip("/")}']
         for old, new in (remap or {}).items():
             ros_args += ['-r', f'{old}:={new}']
-        command = [sys.executable, '-u', '-m', f'fabrik_ros.{module}', *(args or [])]
-        if ros_args:
-            command += ['--ros-args', *ros_args]
-        log_path = tmp_path / f'{module}_{len(started)}.log'
+        log_dir = tmp_path / f'{module}_{len(started)}'
+        log_dir.mkdir()
         env = dict(os.environ)
         env['PYTHONPATH'] = os.pathsep.join(
             filter(None, [str(REPO_ROOT), env.get('PYTHONPATH')]))
-        with open(log_path, 'wb') as log_file:
-            popen = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=log_file, stderr=subprocess.STDOUT)
-        process = NodeProcess(module, popen, log_path)
+        process = NodeProcess(module, ros_args, log_dir / 'output.log', env)
         started.append(process)
         return process
 
