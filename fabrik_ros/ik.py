@@ -52,6 +52,7 @@ _ON_AXIS = 1e-12        # m^2: a weaker fit means the points lie on the axis; ke
 _DAMPING_START = 0.1
 _DAMPING_MIN = 1e-3
 _DAMPING_MAX = 1e8      # beyond this no step lowers the error: the closing step has stalled
+_DAMPING_FLOOR = 1e-12  # m^2: keeps J J^T + damping I invertible in floating point
 # A closing step gaining less than _STALL tolerances plus _STALL_RELATIVE of the error has
 # stalled: 1 um at the default tolerance, 10 um more per metre an unreachable target is away.
 _STALL = 1e-2
@@ -279,9 +280,9 @@ class _Tree:
 
         FABRIK's rule for a target beyond the reach of its effector (by more than the
         tolerance, metres): lay the path from the anchor (pinned) straight toward the
-        target. Returns point -> desired position
-        (averaged where paths share a point) and sqrt(sum of squared distances, metres, by
-        which targets lie beyond reach): a lower bound of the solver's error.
+        target. Returns point -> desired position (averaged where paths share a point), and
+        the root-sum-square of the distances (metres) by which targets lie beyond reach: a
+        lower bound of the solver's error.
         """
         sums: dict[int, tuple[float, float, float, int]] = {}
         beyond = 0.0
@@ -803,7 +804,8 @@ class _Solve:
                 if room < _LIMIT_MARGIN:
                     weights[j] = max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)
         while damping <= _DAMPING_MAX:
-            step = _weighted_step(rows, residual, weights, damping * scale)
+            mu = max(damping * scale, _DAMPING_FLOOR)
+            step = _weighted_step(rows, residual, weights, mu)
             q, held = _clamped(state.q, step, lower, upper)
             if held:
                 # Move those joints to their limit, then spend the rest on the others.
@@ -814,7 +816,7 @@ class _Solve:
                     for index, row in enumerate(rows):
                         rest[index] -= row[j] * moved
                     free_weights[j] = 0.0
-                step = _weighted_step(rows, rest, free_weights, damping * scale)
+                step = _weighted_step(rows, rest, free_weights, mu)
                 for j in held:
                     step[j] = q[j] - state.q[j]
                 q = _clamped(state.q, step, lower, upper)[0]
