@@ -12,6 +12,7 @@ import signal
 from typing import Any
 
 from fabrik_ros.node_process import NodeProcess
+from hypothesis import settings
 import pytest
 import yaml
 
@@ -27,6 +28,12 @@ os.environ.setdefault('ROS_DOMAIN_ID', str(os.getpid() % 100 + 1))
 # started by tests would then ignore the Ctrl-C that stops them. Restore the default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# CI replays the same examples every run, so a red CI means a changed behaviour, not a
+# luckier draw; local runs keep exploring new examples (and keep the ones that failed).
+settings.register_profile('ci', derandomize=True, print_blob=True)
+if os.environ.get('CI'):
+    settings.load_profile('ci')
 
 
 def write_params_file(path: Path, parameters: Mapping[str, Any]) -> Path:
