@@ -17,10 +17,12 @@ One FABRIK iteration is
 
 FABRIK does the large moves; once it is within a closing radius of the target (or stops
 gaining fast), damped least-squares steps on the true kinematics (the sweep yields each
-joint's axis and origin, hence the position Jacobian) close the rest quadratically, and a
-solve that stalls short of a possibly reachable target restarts from other seeds. Every
-accepted step lowers the error, and the best pose is kept. Targets out of reach lay the
-chain straight toward them (FABRIK's rule), then end as close as the joints allow.
+joint's axis and origin, hence the position Jacobian) close the rest quadratically. Those
+steps keep redundant joints off their limits (weighted least norm, and a null-space push
+back toward mid-range), so warm-started tracking stays on the seed's branch; a solve that
+stalls well short of a possibly reachable target restarts from other seeds. Every accepted
+step lowers the error, and the best pose is kept. Targets out of reach lay the chain
+straight toward them (FABRIK's rule), then end as close as the joints allow.
 
 Hot paths are written on plain floats: for 3-vectors and 3x3 frames this is several times
 faster in CPython than numpy calls. Frames are row-major 9-tuples in a canonical form whose
@@ -59,8 +61,11 @@ _STALL = 1e-2
 _STALL_RELATIVE = 1e-5
 _LIMIT_MARGIN = 0.3     # radians: closer to a limit, a joint's closing steps are scaled down
 _LIMIT_WEIGHT_MIN = 0.05  # ... but never below this, so it can still reach the limit
+_LIMIT_PUSH = 0.2       # a solve's first closing step undoes this much of a joint's intrusion
+#                         into that margin, in the null space of the targets (no error)
 _NUDGE = 0.1            # radians: how far a retry out of reach turns each joint
 _RESTART_SEED = 20111   # fixed, so solves are reproducible
+_RESTART_ERROR = 10.0   # tolerances: default restart_error
 
 
 @dataclass
@@ -502,12 +507,16 @@ class IkSolver:
     default 10 % of the reach); then damped least-squares steps close the rest, quadratic
     where FABRIK is linear. A seed already within closing_radius goes straight to them.
     max_restarts: attempts from other seeds when a solve stalls short of a target that may
-    be reachable.
+    be reachable. restart_error: metres (default 10 tolerances), only a solve that stalls
+    farther than this from its targets restarts; closer, the seed's branch is kept: a miss
+    that small is a target a joint limit keeps just out of reach, not a wrong branch, and a
+    restart would jump to another branch (a flip while tracking) for a fraction of it.
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
                  root: str = 'pinned', *, fit: str = 'chain', fabrik_gain: float = 0.8,
-                 closing_radius: float | None = None, max_restarts: int = 24) -> None:
+                 closing_radius: float | None = None, max_restarts: int = 24,
+                 restart_error: float | None = None) -> None:
         if not (math.isfinite(tolerance) and tolerance > 0.0):
             raise ValueError(f'tolerance must be a positive number of metres, got {tolerance}')
         if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) \
@@ -544,6 +553,12 @@ class IkSolver:
         low = np.maximum(chain.lower, -math.pi)
         high = np.minimum(chain.upper, math.pi)
         self.max_restarts = max_restarts
+        if restart_error is None:
+            restart_error = _RESTART_ERROR * self.tolerance
+        if not restart_error >= self.tolerance:
+            raise ValueError(f'restart_error must be >= tolerance ({self.tolerance} m), got '
+                             f'{restart_error}')
+        self.restart_error = float(restart_error)
         # Random poses; every other one has each joint at a limit with probability 2/3:
         # targets whose solution has several joints at their limits sit in small basins.
         seeds = rng.uniform(low, np.maximum(low, high), size=(max(max_restarts - 1, 0), n))
@@ -622,7 +637,7 @@ class IkSolver:
         solve = _Solve(self, goals, floor, stretch, fits, free_root, trace)
         solve.attempt(start)
         random_seeds = iter(self._restart_seeds)
-        while solve.best_error > self.tolerance and solve.restarts < self.max_restarts:
+        while solve.best_error > self.restart_error and solve.restarts < self.max_restarts:
             if not stretch:
                 # First from the best pose with the joints it pinned at a limit released to
                 # mid-range (an elbow stuck straight, bent the wrong way), then at random.
@@ -751,14 +766,17 @@ class _Solve:
         if math.isnan(self.fabrik_error):
             self.fabrik_error = error
         damping = _DAMPING_START
+        closing = 0
         while self._open(objective, error) and iterations < solver.max_iterations:
-            step = self._closing_step(state, objective, damping)
+            # The first closing step of an attempt also steers the redundancy away from limits.
+            step = self._closing_step(state, objective, damping, steer=closing == 0)
             if step is None:
                 break
             state, new_objective, error, damping = step
             gained = math.sqrt(objective) - math.sqrt(new_objective)
             objective = new_objective
             iterations += 1
+            closing += 1
             self.closing_steps += 1
             self._accept(state, objective, error)
             if gained < _STALL * tolerance + _STALL_RELATIVE * error:
@@ -773,14 +791,16 @@ class _Solve:
         """Return how far (metres) the error is above its lower bound; > 0."""
         return max(math.sqrt(objective) - self.floor, 1e-15)
 
-    def _closing_step(self, state: _State, objective: float, damping: float
+    def _closing_step(self, state: _State, objective: float, damping: float, steer: bool
                       ) -> tuple[_State, float, float, float] | None:
         """
         Take one Levenberg-Marquardt step on the true kinematics, within the limits.
 
         Joints the step would push past a limit are held at it and the step is re-solved
-        without them. Returns (state, objective, largest goal distance, next damping), or
-        None if no damping up to _DAMPING_MAX lowers the objective.
+        without them. steer: also push joints near a limit back toward mid-range where the
+        targets leave the freedom (the null space of the position Jacobian). Returns
+        (state, objective, largest goal distance, next damping), or None if no damping up
+        to _DAMPING_MAX lowers the objective.
         """
         tree = self.tree
         lower, upper = self.solver._lower, self.solver._upper
@@ -794,29 +814,50 @@ class _Solve:
             residual += [shrink * (g - x) for g, x in zip(goal, state.points[point])]
         n = len(lower)
         scale = excess ** 2
-        # Joints near a limit move less and leave the motion to the others (weighted least
-        # norm), so tracking does not drift into a limit, stall, and jump on a restart.
-        # Out of reach, limits are where the stretched chain belongs: no weights.
-        weights = [1.0] * len(rows[0])
+        # Joints near a limit move toward it less and leave the motion to the others
+        # (weighted least norm, Chan & Dubey 1995), and the redundancy the targets leave
+        # pushes them back toward mid-range (a null-space step, Liegeois 1977): tracking does
+        # not drift into a limit, stall there and jump to another branch on a restart.
+        # Out of reach, limits are where the stretched chain belongs: no weights, no push.
+        width = len(rows[0])
+        weights = [1.0] * width
+        toward: dict[int, float] = {}   # near-limit joint -> sign of a step toward the limit
+        push: dict[int, float] = {}     # joint -> radians back toward mid-range, this step
         if not self.floor:
             for j, (a, lo, hi) in enumerate(zip(state.q, lower, upper)):
-                room = a - lo if a - lo < hi - a else hi - a
+                room, sign = (a - lo, -1.0) if a - lo < hi - a else (hi - a, 1.0)
                 if room < _LIMIT_MARGIN:
                     weights[j] = max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)
+                    toward[j] = sign
+                    if steer:
+                        push[j] = -sign * _LIMIT_PUSH * (_LIMIT_MARGIN - room)
+        # The push is added to the step and taken out of what the step must achieve.
+        aim = [r - sum(row[j] * p for j, p in push.items()) for row, r in zip(rows, residual)] \
+            if push else residual
         while damping <= _DAMPING_MAX:
             mu = max(damping * scale, _DAMPING_FLOOR)
-            step = _weighted_step(rows, residual, weights, mu)
+            step = _weighted_step(rows, aim, weights, mu)
+            away = [j for j, sign in toward.items() if (step[j] + push.get(j, 0.0)) * sign < 0.0]
+            if away:    # moving away from its limit, a joint is free
+                for j in away:
+                    weights[j] = 1.0
+                    del toward[j]
+                step = _weighted_step(rows, aim, weights, mu)
+            for j, p in push.items():
+                step[j] += p
             q, held = _clamped(state.q, step, lower, upper)
             if held:
                 # Move those joints to their limit, then spend the rest on the others.
-                rest = list(residual)
+                rest = list(aim)
                 free_weights = list(weights)
                 for j in held:
-                    moved = q[j] - state.q[j]
+                    moved = q[j] - state.q[j] - push.get(j, 0.0)
                     for index, row in enumerate(rows):
                         rest[index] -= row[j] * moved
                     free_weights[j] = 0.0
                 step = _weighted_step(rows, rest, free_weights, mu)
+                for j, p in push.items():
+                    step[j] += p
                 for j in held:
                     step[j] = q[j] - state.q[j]
                 q = _clamped(state.q, step, lower, upper)[0]
@@ -827,5 +868,8 @@ class _Solve:
             new_objective, error = self.measure(candidate)
             if new_objective < objective:
                 return candidate, new_objective, error, max(damping * 0.1, _DAMPING_MIN)
+            if push:  # the push cost more than the step gained: once more without it
+                push, aim = {}, residual
+                continue
             damping *= 10.0
         return None
