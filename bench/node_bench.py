@@ -332,7 +332,8 @@ def main() -> None:
         print(f'--- node output ---\n{log.read().decode(errors="replace")}', file=sys.stderr)
         raise
     finally:
-        rclpy.try_shutdown()
+        if rclpy.ok():  # rclpy.try_shutdown() is newer than Humble
+            rclpy.shutdown()
     latency, best = results['latency'], results['max_sustained_rate_hz']
     results.update({
         'backlog_free_at_every_rate': all(p['no_backlog'] for p in results['throughput']),

@@ -499,7 +499,8 @@ def run(args: argparse.Namespace) -> int:
         exit_code = 130
     finally:
         demo.destroy_node()
-        rclpy.try_shutdown()
+        if rclpy.ok():  # rclpy.try_shutdown() is newer than Humble
+            rclpy.shutdown()
         if not stop_all(children):
             exit_code = exit_code or 1
     summary = {**demo.tracker.summary(plan), 'config': str(config), 'exit_code': exit_code}

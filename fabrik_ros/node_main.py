@@ -30,4 +30,5 @@ def run_node(make_node: Callable[[], Node], name: str, args: list[str] | None = 
     finally:
         if node is not None:
             node.destroy_node()
-        rclpy.try_shutdown()
+        if rclpy.ok():  # rclpy.try_shutdown() is newer than Humble
+            rclpy.shutdown()

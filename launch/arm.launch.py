@@ -28,7 +28,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 
 PACKAGE = 'fabrik_ros'
 # Topics in rviz/arm.rviz, moved under the namespace when one is given.
-RVIZ_TOPICS = ('/robot_description', '/ik_node/markers')
+RVIZ_TOPICS = ('/robot_description', '/ik_node/markers', '/goal_pose')
 
 
 def is_installed(package: str) -> bool:

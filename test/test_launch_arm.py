@@ -6,6 +6,7 @@ an ament prefix (colcon build; source install/setup.bash); skipped, with the rea
 """
 
 import math
+import os
 from pathlib import Path
 import time
 import unittest
@@ -35,6 +36,11 @@ try:
 except PackageNotFoundError:
     pytest.skip('fabrik_ros is not in the ament index: colcon build, then source '
                 'install/setup.bash', allow_module_level=True)
+
+# Loopback-only DDS also when run by `launch_test` directly, without test/conftest.py.
+os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+os.environ['ROS_LOCALHOST_ONLY'] = '1'
+os.environ.setdefault('ROS_DOMAIN_ID', str(os.getpid() % 100 + 1))
 
 LAUNCH_FILE = Path(__file__).resolve().parents[1] / 'launch' / 'arm.launch.py'
 REACH_TOLERANCE = 1e-3  # metres between the measured tip and the target
