@@ -43,6 +43,7 @@ import numpy as np
 
 ROOT_MODES = ('pinned', 'free')
 FIT_MODES = ('chain', 'next')
+MAX_COORDINATE_M = 1e6  # metres: a target farther out is an input error (it would overflow)
 
 _TWO_PI = 2.0 * math.pi
 _IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
@@ -564,7 +565,8 @@ class IkSolver:
         seeds = rng.uniform(low, np.maximum(low, high), size=(max(max_restarts - 1, 0), n))
         corners = rng.choice(3, size=seeds.shape)
         seeds[1::2] = np.where(corners == 0, low, np.where(corners == 1, high, seeds))[1::2]
-        self._restart_seeds = seeds.tolist()
+        # A range outside [-pi, pi] leaves low/high outside the limits: clip back in.
+        self._restart_seeds = np.clip(seeds, chain.lower, chain.upper).tolist()
 
     # ------------------------------------------------------------------ input
 
@@ -686,6 +688,9 @@ def _point(value: object, what: str) -> tuple[float, float, float]:
     x, y, z = values
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         raise ValueError(f'{what} is not finite: {values}')
+    if max(abs(x), abs(y), abs(z)) > MAX_COORDINATE_M:
+        raise ValueError(f'{what} is farther than {MAX_COORDINATE_M:g} m from the base: '
+                         f'{values}')
     return x, y, z
 
 

@@ -137,6 +137,14 @@ class TestContract:
         neutral = IkSolver(arm).solve(target, seed=arm.neutral())
         np.testing.assert_array_equal(default.q, neutral.q)
 
+    def test_restarts_stay_within_ranges_that_lie_outside_minus_pi_to_pi(self):
+        joints = [Joint('j0', -1, [0.0, 0.0, 0.1], np.eye(3), [0.0, 0.0, 1.0], 3.5, 5.0),
+                  Joint('j1', 0, [0.2, 0.0, 0.0], np.eye(3), [0.0, 1.0, 0.0], -6.0, -3.5)]
+        chain = Chain('base_link', joints, [Effector('tip', 1, np.array([0.2, 0.0, 0.0]))])
+        solver = IkSolver(chain)
+        for target in np.random.default_rng(3).uniform(-0.5, 0.5, size=(40, 3)):
+            assert_within_limits(chain, solver.solve(target).q)
+
 
 class TestReaching:
     """
@@ -294,6 +302,7 @@ class TestBadInput:
     @pytest.mark.parametrize('target, message', [
         ([math.nan, 0.0, 0.0], 'not finite'),
         ([math.inf, 0.0, 0.0], 'not finite'),
+        ([1e160, 0.0, 0.0], 'farther than'),
         ([0.1, 0.2], 'shape'),
         ([[0.1, 0.2, 0.3]] * 2, 'shape'),
         ([[math.nan] * 3], 'no effector has a target'),
