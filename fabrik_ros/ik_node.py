@@ -7,9 +7,11 @@ Try it:
         "{header: {frame_id: base_link},
           pose: {position: {x: 0.3, z: 0.4}, orientation: {w: 1.0}}}"
 
-The latest target wins: target subscriptions keep one message and every arrival is
-solved at once, warm-started from the measured pose (or the last command), so a fast
-target stream never queues up behind a slow solve.
+The latest target wins: target subscriptions keep one message, every target is solved at
+once, warm-started from the measured pose (or the last command), so a fast target stream
+never queues up behind a slow solve. On a tree the targets that arrive within
+`target_window` (5 ms) of each other, one per tip, are solved together, once: six feet
+moved together cost one solve, not six.
 
 Two ways to command (parameter `command_rate`):
 - 0 (default): each solution is published as it comes (lowest latency), re-published at
@@ -100,6 +102,11 @@ NODE_PARAMETERS = {
         'Target reached when the tip is this close, metres', float_range=(1e-7, 1.0))),
     'max_iterations': (100, _descriptor(
         'Iteration cap of one solve', int_range=(1, 10000))),
+    'target_window': (0.005, _descriptor(
+        'Trees: targets that arrive within this time of the first unsolved one are solved '
+        "together, once (the effectors' targets of one moment), seconds; 0: each target at "
+        'once, as a single effector always is (its newest target is all there is to solve)',
+        float_range=(0.0, 0.1))),
     'max_restarts': (24, _descriptor(
         'Solves from other seeds when one stalls short of a target; 0 keeps every solution '
         'on the branch of the last one (no jumps), at the cost of missing some targets',
@@ -207,6 +214,7 @@ class IkNode(Node):
         self._measured: np.ndarray | None = None  # radians, from feedback_topic
         self._measured_time = -np.inf  # monotonic seconds
         self._result: IkResult | None = None
+        self._unsolved = False  # a target came in since the last solve
         self._stats = SolveStats()
         self._refused = 0
         self._last_refusal = ''
@@ -238,6 +246,10 @@ class IkNode(Node):
         if self._feedback_topic:
             self.create_subscription(JointState, self._feedback_topic, self._on_feedback,
                                      qos_profile_sensor_data)
+        # Started by the first target after a solve: what arrives within the window is
+        # solved with it, once (a one-shot timer; rclpy has none, so it cancels itself).
+        self._solve_timer = self.create_timer(0.0, self._solve_unsolved)
+        self._solve_timer.cancel()
         self.create_service(SetBool, '~/enable', self._on_enable)
         self.create_service(Trigger, '~/hold', self._on_hold)
 
@@ -311,6 +323,8 @@ class IkNode(Node):
         self._paths = branch_paths(chain.parents.tolist(),
                                    [effector.parent for effector in chain.effectors])
         self._targets = np.full((len(chain.effectors), 3), np.nan)
+        self._unsolved = False
+        self._set_target_window(self.get_parameter('target_window').value)
         self._result = None
         self._solver = None
         for index, name in enumerate(chain.effector_names):
@@ -322,6 +336,11 @@ class IkNode(Node):
         self.get_logger().info(
             f'chain {chain.base_link} -> {", ".join(chain.effector_names)}: '
             f'{len(chain.joint_names)} joints')
+
+    def _set_target_window(self, seconds: float) -> None:
+        """Wait `seconds` for more targets before solving, on trees; a chain solves at once."""
+        tree = self._model is not None and len(self._model.effectors) > 1
+        self._solve_timer.timer_period_ns = int(seconds * 1e9) if tree else 0
 
     def _limit_defaults(self, chain: Chain) -> dict[str, np.ndarray]:
         """Return the per-joint limits before overrides: the model's, else the defaults."""
@@ -377,6 +396,8 @@ class IkNode(Node):
             self._solver = None
             if self._stream is not None:
                 self._stream.set_limits(settings.motion)
+        if 'target_window' in updates:
+            self._set_target_window(updates['target_window'])
         if {'publish_rate', 'marker_rate'} & updates.keys():
             self._restart_timers(updates)
         return SetParametersResult(successful=True)
@@ -423,7 +444,7 @@ class IkNode(Node):
 
     def _set_target(self, position: np.ndarray, header: Header,
                     effector: int | None) -> None:
-        """Store the target in the base frame and solve; `effector` None: the nearest one."""
+        """Store the target in the base frame for the next solve; `effector` None: nearest."""
         reason = self._why_not_moving(header)
         if reason:
             self._refuse(reason)
@@ -438,7 +459,18 @@ class IkNode(Node):
                 effector = int(np.argmin(np.linalg.norm(tips - position, axis=1)))
         self._targets[effector] = position
         self._target_time = time.monotonic()
-        self._solve()
+        if not self._solve_timer.timer_period_ns:
+            self._solve()
+        elif not self._unsolved:
+            self._unsolved = True
+            self._solve_timer.reset()
+
+    def _solve_unsolved(self) -> None:
+        """Solve the targets that came in since the last solve, once for all of them."""
+        self._solve_timer.cancel()
+        if self._unsolved:
+            self._unsolved = False
+            self._solve()
 
     def _why_not_moving(self, header: Header) -> str:
         """Return why a target cannot be taken now ('' if it can)."""
@@ -579,6 +611,7 @@ class IkNode(Node):
         if self._stream.goal is not None or not self._stream.hold_reason:
             self.get_logger().warning(f'holding: {reason}')
         self._stream.hold(reason)
+        self._unsolved = False
         if self._targets is not None:
             self._targets[:] = np.nan  # a later target for one effector revives no other
 

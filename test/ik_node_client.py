@@ -221,11 +221,12 @@ def start_arm(start_node: Callable[..., Any], client: Client, namespace: str = '
     return process
 
 
-def start_config(start_node: Callable[..., Any], client: Client, config: str) -> Chain:
+def start_config(start_node: Callable[..., Any], client: Client, config: str,
+                 **overrides: Any) -> Chain:
     """Start an IK node with a shipped config/<config>; return its chain once discovered."""
     path = REPO_ROOT / 'config' / config
     chain = chain_from_parameters(load_config(path), REPO_ROOT)
-    start_node('ik_node', params=[path, {'publish_rate': 0.0}])
+    start_node('ik_node', params=[path, {'publish_rate': 0.0, **overrides}])
     client.listen('')
     client.wait_for_node()
     return chain
