@@ -67,6 +67,7 @@ LIMIT_UNITS = {'min_position': 'radians', 'max_position': 'radians', 'max_veloci
                'max_acceleration': 'rad/s^2'}  # of joint_limits.<joint>.<field>
 # A trajectory point due at once would make a JointTrajectoryController jump to it.
 MIN_TRAJECTORY_DURATION = 0.01  # seconds
+MIN_TIMER_RATE = 0.01  # Hz: a slower publish or marker timer is a typo (and 1e-300 overflows)
 # Target topics keep one message: a newer target replaces an unsolved one (no backlog).
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # Like robot_state_publisher: late joiners still get the last description.
@@ -218,6 +219,10 @@ class IkNode(Node):
         self._stats = SolveStats()
         self._refused = 0
         self._last_refusal = ''
+        self._refusal_logged = (-np.inf, '')  # monotonic seconds and reason last logged
+        # Without feedback the stream starts from the neutral pose, which is only assumed:
+        # hardware outputs stay silent until a target was solved (no move to neutral).
+        self._pose_assumed = False
         self._effector_topics: set[str] = set()
         self._description = ''  # the last robot_description taken from the topic
 
@@ -320,6 +325,7 @@ class IkNode(Node):
         self._stream = CommandStream(settings.motion, self._dt)
         if not self._feedback_topic:  # with feedback, commands start where the arm is
             self._stream.start(chain.neutral())
+            self._pose_assumed = True
         self._paths = branch_paths(chain.parents.tolist(),
                                    [effector.parent for effector in chain.effectors])
         self._targets = np.full((len(chain.effectors), 3), np.nan)
@@ -373,6 +379,10 @@ class IkNode(Node):
         acceleration = [limits.get(f'{LIMITS_PREFIX}{joint}.max_acceleration', default)
                         for joint, default in zip(chain.joint_names,
                                                   defaults['max_acceleration'])]
+        for joint, number in zip(chain.joint_names, acceleration):
+            if not 0.0 < number < np.inf:  # inf would switch the acceleration limit off
+                raise ValueError(f'{LIMITS_PREFIX}{joint}.max_acceleration must be a finite '
+                                 f'positive number, rad/s^2, got {number}')
         return Settings(chain=chain, tolerance=value('tolerance'),
                         max_iterations=value('max_iterations'),
                         max_restarts=value('max_restarts'),
@@ -384,6 +394,11 @@ class IkNode(Node):
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a parameter change; commit it only when all of it is usable."""
         updates = {parameter.name: parameter.value for parameter in parameters}
+        for name in ('publish_rate', 'marker_rate'):
+            if 0.0 < updates.get(name, 0.0) < MIN_TIMER_RATE:
+                return SetParametersResult(
+                    successful=False, reason=f'{name} must be 0 (off) or at least '
+                    f'{MIN_TIMER_RATE} Hz, got {updates[name]}')
         settings = self._settings
         if self._model is not None:
             try:
@@ -437,10 +452,14 @@ class IkNode(Node):
         self._set_target(position, msg.header, None)
 
     def _refuse(self, reason: str) -> None:
+        """Count and log a refused input: a new reason at once, the same one throttled."""
         self._refused += 1
         self._last_refusal = reason
-        self.get_logger().warning(f'target refused, no motion: {reason}',
-                                  throttle_duration_sec=WARNING_THROTTLE)
+        now = time.monotonic()
+        logged_at, logged_reason = self._refusal_logged
+        if reason != logged_reason or now - logged_at >= WARNING_THROTTLE:
+            self._refusal_logged = (now, reason)
+            self.get_logger().warning(f'target refused, no motion: {reason}')
 
     def _set_target(self, position: np.ndarray, header: Header,
                     effector: int | None) -> None:
@@ -587,6 +606,7 @@ class IkNode(Node):
             return
         self._result = result
         stream.follow(result.q)  # clipped into the limits: commands never leave them
+        self._pose_assumed = False
         if self._dt is None:
             self._send_command()
         if not result.reached:
@@ -628,11 +648,12 @@ class IkNode(Node):
             if self._dt is not None:
                 msg.velocity = stream.velocity.tolist()
             self._command_pub.publish(msg)
-        if 'joint_trajectory' in self._outputs:
+        to_hardware = not self._pose_assumed  # no move to an assumed pose (_pose_assumed)
+        if to_hardware and 'joint_trajectory' in self._outputs:
             duration = max(stream.duration(previous), MIN_TRAJECTORY_DURATION)
             self._trajectory_pub.publish(joint_trajectory(
                 self._model.joint_names, position, duration))
-        if 'forward_command' in self._outputs:
+        if to_hardware and 'forward_command' in self._outputs:
             self._array_pub.publish(
                 Float64MultiArray(data=position[self._command_order].tolist()))
         if self._disabling and not np.any(stream.velocity):

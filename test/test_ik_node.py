@@ -129,10 +129,12 @@ def test_markers_show_the_chain_green_when_reached_red_when_not(start_node, clie
 @pytest.mark.parametrize('bad', [
     {'xyz': (math.nan, 0.1, 0.2)},
     {'xyz': (0.3, math.inf, 0.2)},
+    {'xyz': (1e160, 0.1, 0.2)},
     {'quaternion': (0.0, 0.0, 0.0, 0.0)},
     {'quaternion': (0.0, math.nan, 0.0, 1.0)},
     {'frame': 'nowhere'},
-], ids=['nan_position', 'inf_position', 'zero_quaternion', 'nan_quaternion', 'unknown_frame'])
+], ids=['nan_position', 'inf_position', 'absurd_position', 'zero_quaternion',
+        'nan_quaternion', 'unknown_frame'])
 def test_bad_target_is_refused_without_motion_and_the_node_keeps_serving(start_node, client,
                                                                          chain, bad):
     process = start_arm(start_node, client)

@@ -213,6 +213,25 @@ def test_every_output_carries_the_joint_order_and_values(start_node, client, cha
     assert np.allclose(arrays[-1].data, solution[::-1])  # command_joints order
 
 
+def test_hardware_outputs_wait_for_a_first_target_without_feedback(
+        start_node, client, chain):
+    # Open loop the node only assumes the arm is at its neutral pose: it must not drive
+    # the arm there on start-up, only toward a target someone sent.
+    start_arm(start_node, client, outputs=['joint_trajectory', 'forward_command'],
+              publish_rate=50.0)
+    trajectories: list[JointTrajectory] = []
+    arrays: list[Float64MultiArray] = []
+    client.node.create_subscription(JointTrajectory, '/ik_node/joint_trajectory',
+                                    trajectories.append, 100)
+    client.node.create_subscription(Float64MultiArray, '/ik_node/commands', arrays.append, 100)
+    client.spin_until(lambda: False, 2 * QUIET_PERIOD)
+    assert not trajectories and not arrays
+    target = chain.tip_position(POSE_REACHED)
+    client.send_pose(target)
+    assert client.spin_until(lambda: trajectories and arrays, SETTLE_TIMEOUT)
+    assert np.linalg.norm(chain.tip_position(np.array(arrays[-1].data)) - target) <= MM
+
+
 def test_trajectory_time_comes_from_the_motion_limits(start_node, client, chain):
     start_arm(start_node, client, outputs=['joint_state', 'joint_trajectory'],
               default_max_acceleration=MAX_ACCELERATION)
@@ -249,6 +268,8 @@ def test_max_joint_step_guards_every_command(start_node, client, chain):
     ('joint_limits.seg1_pitch.max_velocity', 3.0),  # the model allows 2 rad/s
     ('joint_limits.seg1_pitch.max_acceleration', -1.0),
     ('joint_limits.seg1_pitch.max_acceleration', 0.0),
+    ('joint_limits.seg1_pitch.max_acceleration', float('inf')),  # would switch it off
+    ('publish_rate', 1e-300),  # its timer period would overflow
     ('max_joint_step', 0.0),
     ('command_rate', 10.0),  # read-only: the command mode needs a restart
 ])
