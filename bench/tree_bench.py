@@ -13,7 +13,11 @@ For config/dual_arm.yaml (two arms on a torso) and config/spider.yaml (six legs)
 - one effector moving while the others hold: success and the largest drift of the held ones;
 - conflicting targets out of reach together (each effector's target pushed 2 reaches out
   along its own outward direction): the best compromise, every effector's remaining
-  distance and the time.
+  distance and the time;
+- tracking: warm-started solves along smooth closed paths (FK of slow joint sinusoids, so
+  every target is reachable), every effector's target changed together per step or one
+  effector's per solve (targets in their own messages): success, time per solve, the
+  largest joint jump between solves and how many solves jump more than 0.2 rad (a flip).
 
 Prints markdown tables and writes bench/results/tree_bench.json. Timing as in ik_bench.py.
 """
@@ -100,6 +104,44 @@ def conflicting(chain: Chain, targets: int, rng: np.random.Generator) -> dict[st
             'all_finite': bool(np.all(np.isfinite(remaining)))}
 
 
+JUMP_RAD = 0.2  # a joint moving more than this in one tracking solve has flipped branches
+
+
+def tracking(chain: Chain, paths: int, steps: int, rng: np.random.Generator
+             ) -> dict[str, Any]:
+    """Follow smooth reachable paths, warm-started; all targets at once, and in turn."""
+    lower, upper = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
+    angle = np.linspace(0.0, 2.0 * np.pi, steps)[:, np.newaxis]
+    results = {}
+    for mode in ('together', 'in_turn'):
+        solver = IkSolver(chain)
+        times, errors, jumps = [], [], []
+        for _ in range(paths):
+            middle = lower + (upper - lower) * rng.uniform(0.3, 0.7, chain.dof)
+            poses = middle + (upper - lower) / 8.0 * np.sin(
+                rng.integers(1, 3, chain.dof) * angle + rng.uniform(0.0, 2 * np.pi, chain.dof))
+            path = np.array([chain.effector_positions(pose) for pose in poses])
+            q, targets = poses[0], path[0].copy()
+            for points in path[1:]:
+                for changed in ([slice(None)] if mode == 'together'
+                                else range(len(points))):
+                    targets[changed] = points[changed]
+                    result, micros = timed_solve(solver, targets, q)
+                    times.append(micros)
+                    errors.append(float(np.max(np.linalg.norm(
+                        chain.effector_positions(result.q) - targets, axis=1))))
+                    jumps.append(float(np.max(np.abs(result.q - q))))
+                    q = result.q
+        results[mode] = {
+            'paths': paths, 'solves': len(times),
+            'success_rate': float(np.mean(np.array(errors) <= SUCCESS_M)),
+            **summary(times),
+            'largest_joint_jump_rad': float(max(jumps)),
+            'jumps_over_0.2_rad': int(np.sum(np.array(jumps) > JUMP_RAD)),
+        }
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark, print the tables and write the JSON results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
@@ -117,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
             'simultaneous': simultaneous(chain, IkSolver(chain), count, rng),
             'one_moves_others_hold': one_moves_others_hold(chain, count // 3, rng),
             'conflicting_out_of_reach': conflicting(chain, count // 3, rng),
+            'tracking': tracking(chain, 5, 201, rng),
         }
         if name == 'spider':
             entry['simultaneous_free_root'] = simultaneous(
@@ -150,6 +193,15 @@ def report(results: dict[str, Any]) -> str:
     text += '\n\n' + table(rows, ['robot', 'one moves: success', 'held drift (max)',
                                   'median µs', 'conflicting: mean remaining mm per effector',
                                   'median µs'])
+    rows = []
+    for name, r in results['robots'].items():
+        for mode, t in r['tracking'].items():
+            rows.append([name, mode.replace('_', ' '), str(t['solves']),
+                         f"{t['success_rate']:.1%}", f"{t['median_us']:.0f} / {t['p95_us']:.0f}",
+                         f"{t['largest_joint_jump_rad']:.3f}", str(t['jumps_over_0.2_rad'])])
+    text += '\n\n' + table(rows, ['robot', 'tracking: targets changed', 'solves',
+                                  'within 1 mm', 'median / p95 µs per solve',
+                                  'largest joint jump rad', 'jumps > 0.2 rad'])
     return text
 
 

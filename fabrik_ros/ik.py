@@ -826,28 +826,23 @@ class _Solve:
         # Out of reach, limits are where the stretched chain belongs: no weights, no push.
         width = len(rows[0])
         weights = [1.0] * width
-        toward: dict[int, float] = {}   # near-limit joint -> sign of a step toward the limit
         push: dict[int, float] = {}     # joint -> radians back toward mid-range, this step
         if not self.floor:
             for j, (a, lo, hi) in enumerate(zip(state.q, lower, upper)):
                 room, sign = (a - lo, -1.0) if a - lo < hi - a else (hi - a, 1.0)
                 if room < _LIMIT_MARGIN:
-                    weights[j] = max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)
-                    toward[j] = sign
                     if steer:
                         push[j] = -sign * _LIMIT_PUSH * (_LIMIT_MARGIN - room)
+                    # The error's gradient says which way the joint is drawn: away from
+                    # its limit it is free.
+                    if sign * sum(row[j] * r for row, r in zip(rows, residual)) > 0.0:
+                        weights[j] = max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)
         # The push is added to the step and taken out of what the step must achieve.
         aim = [r - sum(row[j] * p for j, p in push.items()) for row, r in zip(rows, residual)] \
             if push else residual
         while damping <= _DAMPING_MAX:
             mu = max(damping * scale, _DAMPING_FLOOR)
             step = _weighted_step(rows, aim, weights, mu)
-            away = [j for j, sign in toward.items() if (step[j] + push.get(j, 0.0)) * sign < 0.0]
-            if away:    # moving away from its limit, a joint is free
-                for j in away:
-                    weights[j] = 1.0
-                    del toward[j]
-                step = _weighted_step(rows, aim, weights, mu)
             for j, p in push.items():
                 step[j] += p
             q, held = _clamped(state.q, step, lower, upper)
