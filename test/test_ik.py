@@ -5,6 +5,7 @@ Every result is checked against the model's own forward kinematics (Chain.forwar
 against the solver's internal state.
 """
 
+from collections.abc import Callable
 import math
 from pathlib import Path
 
@@ -16,6 +17,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-4  # metres, the solver's default
+REACH_SAMPLES = 300  # random chains and targets the reach rate is measured on
+REACH_MISSES_ALLOWED = 3  # of REACH_SAMPLES: at least 99 % reached
 
 
 def demo_arm() -> Chain:
@@ -42,54 +45,70 @@ def assert_within_limits(chain: Chain, q: np.ndarray) -> None:
 
 
 unit = st.floats(0.0, 1.0)
-small_angle = st.floats(-math.pi, math.pi)
+Real = Callable[[float, float], float]  # draws a float in [low, high]
+Integer = Callable[[int, int], int]  # draws an int in [low, high]
 
 
-@st.composite
-def serial_chains(draw, max_joints: int = 7, narrow: bool = True) -> Chain:
+def hypothesis_draws(draw: Callable) -> tuple[Real, Integer]:
+    """Return draw functions backed by hypothesis (shrinking, edge cases)."""
+    return (lambda low, high: draw(st.floats(low, high)),
+            lambda low, high: draw(st.integers(low, high)))
+
+
+def plain_draws(seed: int) -> tuple[Real, Integer]:
+    """Return draw functions backed by a seeded numpy generator (plain random samples)."""
+    rng = np.random.default_rng(seed)
+    return (lambda low, high: float(rng.uniform(low, high)),
+            lambda low, high: int(rng.integers(low, high + 1)))
+
+
+def random_serial_chain(real: Real, integer: Integer, max_joints: int = 7,
+                        narrow: bool = True) -> Chain:
     """
-    Draw a random serial chain: lengths, off-axis offsets, tilted origins, any axes, limits.
+    Return a random serial chain: lengths, off-axis offsets, tilted origins, any axes, limits.
 
     Some joints are co-located with their parent (multi-axis points), some continuous; with
-    `narrow`, some have narrow or even zero-width limits, else every range is >= 1 rad.
+    `narrow`, some have narrow or even zero-width limits, else every range is >= 2 rad.
     """
-    count = draw(st.integers(1, max_joints))
+    count = integer(1, max_joints)
     joints = []
     for index in range(count):
-        co_located = index > 0 and draw(st.booleans()) and draw(st.booleans())
-        xyz = [0.0, 0.0, 0.0] if co_located else [
-            draw(st.floats(-0.3, 0.3)) for _ in range(3)]
+        co_located = index > 0 and integer(0, 3) == 0
+        xyz = [0.0, 0.0, 0.0] if co_located else [real(-0.3, 0.3) for _ in range(3)]
         if not co_located and np.linalg.norm(xyz) < 0.02:
             xyz[2] = 0.1
-        axis = [draw(st.floats(-1.0, 1.0)) for _ in range(3)]
+        axis = [real(-1.0, 1.0) for _ in range(3)]
         if np.linalg.norm(axis) < 0.1:
             axis = [0.0, 0.0, 1.0]
         kinds = ['limited', 'limited', 'continuous'] + (['narrow'] if narrow else [])
-        kind = draw(st.sampled_from(kinds))
+        kind = kinds[integer(0, len(kinds) - 1)]
         if kind == 'continuous':
             lower, upper = -math.inf, math.inf
         else:
-            lower = draw(st.floats(-math.pi, 0.0))
-            width = draw(st.floats(0.0, 0.3) if kind == 'narrow'
-                         else st.floats(0.0 if narrow else 2.0, 2.0 * math.pi))
+            lower = real(-math.pi, 0.0)
+            width = (real(0.0, 0.3) if kind == 'narrow'
+                     else real(0.0 if narrow else 2.0, 2.0 * math.pi))
             upper = lower + width
-        rpy = [draw(small_angle) for _ in range(3)]
+        rpy = [real(-math.pi, math.pi) for _ in range(3)]
         joints.append(Joint(f'j{index}', index - 1, xyz, rotation_from_rpy(rpy), axis,
                             lower, upper))
-    offset = [draw(st.floats(-0.2, 0.2)) for _ in range(3)]
+    offset = [real(-0.2, 0.2) for _ in range(3)]
     if np.linalg.norm(offset) < 0.01:
         offset[0] = 0.05
     return Chain('base', joints, [Effector('tip', count - 1, offset)])
 
 
+def random_pose(chain: Chain, real: Real) -> np.ndarray:
+    """Return a random joint vector inside the chain's limits."""
+    return pose_in_limits(chain, [real(0.0, 1.0) for _ in range(chain.dof)])
+
+
 @st.composite
 def chain_and_poses(draw, poses: int = 2, narrow: bool = True):
     """Draw a random chain and `poses` joint vectors inside its limits."""
-    chain = draw(serial_chains(narrow=narrow))
-    drawn = [pose_in_limits(chain, draw(st.lists(unit, min_size=chain.dof,
-                                                 max_size=chain.dof)))
-             for _ in range(poses)]
-    return (chain, *drawn)
+    real, integer = hypothesis_draws(draw)
+    chain = random_serial_chain(real, integer, narrow=narrow)
+    return (chain, *(random_pose(chain, real) for _ in range(poses)))
 
 
 class TestContract:
@@ -157,19 +176,21 @@ class TestReaching:
     bench/ik_bench.py measures real arms.
     """
 
-    # Derandomized: rarely a random chain puts the drawn target in a corner of the limits
-    # that all restarts miss (0 in 1500 plain random draws, but hypothesis steers toward limit
-    # values and finds some); a fixed example set keeps CI reproducible and still catches
-    # regressions.
-    @settings(max_examples=150, deadline=None, derandomize=True)
-    @given(chain_and_poses(poses=2, narrow=False))
-    def test_reachable_targets_are_reached_from_any_seed(self, drawn):
-        chain, pose, seed = drawn
-        target = chain.tip_position(pose)
-        result = IkSolver(chain).solve(target, seed)
-        assert result.reached, (result.error, result.restarts)
-        assert tip_error(chain, result.q, target) <= TOLERANCE
-        assert_within_limits(chain, result.q)
+    def test_reachable_targets_are_reached_from_any_seed(self):
+        # Plain random samples, not hypothesis: no local method reaches every target from
+        # every seed (hypothesis steers toward limit corners and finds the rare miss), so
+        # the promise is a rate, checked on a fixed sample; the contract tests above hold
+        # for every draw. Plain draws missed none of 1500 when this was written.
+        real, integer = plain_draws(2011)
+        misses = 0
+        for _ in range(REACH_SAMPLES):
+            chain = random_serial_chain(real, integer, narrow=False)
+            target = chain.tip_position(random_pose(chain, real))
+            result = IkSolver(chain).solve(target, random_pose(chain, real))
+            assert_within_limits(chain, result.q)
+            assert result.reached == (tip_error(chain, result.q, target) <= TOLERANCE)
+            misses += not result.reached
+        assert misses <= REACH_MISSES_ALLOWED
 
     @pytest.mark.parametrize('fit', ['chain', 'next'])
     def test_demo_arm_reaches_random_poses_with_either_fit(self, fit):

@@ -12,7 +12,9 @@ from fabrik_ros.ik import IkSolver
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
-from test_ik import assert_within_limits, pose_in_limits, REPO, TOLERANCE, unit
+from test_ik import (assert_within_limits, hypothesis_draws, Integer, plain_draws,
+                     pose_in_limits, random_pose, REACH_MISSES_ALLOWED, REACH_SAMPLES, Real,
+                     REPO, TOLERANCE, unit)
 
 
 def robot(name: str) -> Chain:
@@ -20,65 +22,65 @@ def robot(name: str) -> Chain:
     return chain_from_parameters(load_config(REPO / 'config' / f'{name}.yaml'), REPO)
 
 
-@st.composite
-def trees(draw, narrow: bool = True) -> Chain:
+def random_tree(real: Real, integer: Integer, narrow: bool = True) -> Chain:
     """
-    Draw a random tree of joints with random offsets, tilts, axes and limits.
+    Return a random tree of joints with random offsets, tilts, axes and limits.
 
     Each joint hangs from a random earlier joint (or the base); every leaf joint carries an
     effector, and sometimes an inner joint too. Without `narrow`, every limited joint has a
     range >= 2 rad (see test_ik.TestReaching for why reaching is tested on those).
     """
-    count = draw(st.integers(2, 9))
+    count = integer(2, 9)
     joints = []
     for index in range(count):
-        parent = draw(st.integers(-1, index - 1)) if index else -1
-        xyz = [draw(st.floats(-0.3, 0.3)) for _ in range(3)]
-        if np.linalg.norm(xyz) < 0.02 and not (parent >= 0 and draw(st.booleans())):
+        parent = integer(-1, index - 1) if index else -1
+        xyz = [real(-0.3, 0.3) for _ in range(3)]
+        if np.linalg.norm(xyz) < 0.02 and not (parent >= 0 and integer(0, 1)):
             xyz[2] = 0.1
-        axis = [draw(st.floats(-1.0, 1.0)) for _ in range(3)]
+        axis = [real(-1.0, 1.0) for _ in range(3)]
         if np.linalg.norm(axis) < 0.1:
             axis = [0.0, 0.0, 1.0]
-        continuous = draw(st.integers(0, 3)) == 0
-        lower = -math.inf if continuous else draw(st.floats(-math.pi, 0.0))
-        upper = math.inf if continuous else lower + draw(
-            st.floats(0.0 if narrow else 2.0, 2.0 * math.pi))
-        rpy = [draw(st.floats(-math.pi, math.pi)) for _ in range(3)]
+        continuous = integer(0, 3) == 0
+        lower = -math.inf if continuous else real(-math.pi, 0.0)
+        upper = math.inf if continuous else lower + real(0.0 if narrow else 2.0, 2.0 * math.pi)
+        rpy = [real(-math.pi, math.pi) for _ in range(3)]
         joints.append(Joint(f'j{index}', parent, xyz, rotation_from_rpy(rpy), axis,
                             lower, upper))
     parents = {joint.parent for joint in joints}
     holders = [index for index in range(count) if index not in parents]
-    if draw(st.booleans()):
-        holders.append(draw(st.integers(0, count - 1)))
+    if integer(0, 1):
+        holders.append(integer(0, count - 1))
     effectors = []
     for number, holder in enumerate(holders):
-        offset = [draw(st.floats(-0.2, 0.2)) for _ in range(3)]
+        offset = [real(-0.2, 0.2) for _ in range(3)]
         offset[0] += 0.05
         effectors.append(Effector(f'tip{number}', holder, offset))
     return Chain('base', joints, effectors)
 
 
-@st.composite
-def tree_problems(draw, narrow: bool = True):
+def random_tree_problem(real: Real, integer: Integer, narrow: bool = True):
     """
-    Draw a tree, a seed, and reachable targets for a random subset of the effectors.
+    Return a random tree, a seed, and reachable targets for a random subset of effectors.
 
     The targets can be reached while the other effectors hold: only joints that move no
     untargeted effector change between the seed and the pose the targets come from.
     """
-    chain = draw(trees(narrow))
-    seed = pose_in_limits(chain, draw(st.lists(unit, min_size=chain.dof,
-                                               max_size=chain.dof)))
-    targeted = draw(st.lists(st.booleans(), min_size=len(chain.effectors),
-                             max_size=len(chain.effectors)))
-    if not any(targeted):
+    chain = random_tree(real, integer, narrow)
+    seed = random_pose(chain, real)
+    targeted = np.array([bool(integer(0, 1)) for _ in chain.effectors])
+    if not targeted.any():
         targeted[0] = True
-    free = ~np.any(chain.moves_effector[~np.array(targeted)], axis=0)
-    pose = np.where(free, pose_in_limits(chain, draw(st.lists(
-        unit, min_size=chain.dof, max_size=chain.dof))), seed)
+    free = ~np.any(chain.moves_effector[~targeted], axis=0)
+    pose = np.where(free, random_pose(chain, real), seed)
     targets = chain.effector_positions(pose)
-    targets[~np.array(targeted)] = math.nan
+    targets[~targeted] = math.nan
     return chain, seed, targets
+
+
+@st.composite
+def tree_problems(draw, narrow: bool = True):
+    """Draw a random tree problem (see random_tree_problem) with hypothesis."""
+    return random_tree_problem(*hypothesis_draws(draw), narrow)
 
 
 class TestTrees:
@@ -99,17 +101,21 @@ class TestTrees:
         assert np.all(np.isnan(result.errors[~has_target]))
         assert result.error == pytest.approx(distances[has_target].max(), abs=1e-12)
 
-    # Derandomized for the reason given in test_ik.TestReaching.
-    @settings(max_examples=120, deadline=None, derandomize=True)
-    @given(tree_problems(narrow=False))
-    def test_targets_are_reached_and_effectors_without_targets_do_not_drift(self, problem):
-        chain, seed, targets = problem
-        result = IkSolver(chain).solve(targets, seed)
-        assert result.reached, result.errors
-        held = np.isnan(targets[:, 0])
-        drift = np.linalg.norm(chain.effector_positions(result.q)[held]
-                               - chain.effector_positions(seed)[held], axis=1)
-        assert np.all(drift <= TOLERANCE)
+    def test_targets_are_reached_and_effectors_without_targets_do_not_drift(self):
+        # A rate on plain random samples, for the reason given in test_ik.TestReaching; held
+        # effectors stay put in every sample, reached or not.
+        real, integer = plain_draws(2011)
+        misses = 0
+        for _ in range(REACH_SAMPLES):
+            chain, seed, targets = random_tree_problem(real, integer, narrow=False)
+            result = IkSolver(chain).solve(targets, seed)
+            assert_within_limits(chain, result.q)
+            held = np.isnan(targets[:, 0])
+            drift = np.linalg.norm(chain.effector_positions(result.q)[held]
+                                   - chain.effector_positions(seed)[held], axis=1)
+            assert np.all(drift <= TOLERANCE)
+            misses += not result.reached
+        assert misses <= REACH_MISSES_ALLOWED
 
     @settings(max_examples=60, deadline=None)
     @given(tree_problems(), st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3))
