@@ -508,10 +508,11 @@ class IkSolver:
     default 10 % of the reach); then damped least-squares steps close the rest, quadratic
     where FABRIK is linear. A seed already within closing_radius goes straight to them.
     max_restarts: attempts from other seeds when a solve stalls short of a target that may
-    be reachable. restart_error: metres (default 10 tolerances), only a solve that stalls
-    farther than this from its targets restarts; closer, the seed's branch is kept: a miss
-    that small is a target a joint limit keeps just out of reach, not a wrong branch, and a
-    restart would jump to another branch (a flip while tracking) for a fraction of it.
+    be reachable. restart_error: metres (default 10 tolerances); when tracking (the seed's
+    effectors start within closing_radius of their targets) only a solve that stalls
+    farther than this restarts; closer, the seed's branch is kept: a miss that small is a
+    target a joint limit keeps just out of reach, not a wrong branch, and a restart would
+    jump to another branch (a flip) for a fraction of it.
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
@@ -639,7 +640,11 @@ class IkSolver:
         solve = _Solve(self, goals, floor, stretch, fits, free_root, trace)
         solve.attempt(start)
         random_seeds = iter(self._restart_seeds)
-        while solve.best_error > self.restart_error and solve.restarts < self.max_restarts:
+        # Tracking (a seed within the closing radius of its targets) keeps the seed's branch
+        # unless it misses by more than restart_error; a cold solve restarts on any miss.
+        tracking = solve.initial_error <= self.closing_radius
+        patience = self.restart_error if tracking else self.tolerance
+        while solve.best_error > patience and solve.restarts < self.max_restarts:
             if not stretch:
                 # First from the best pose with the joints it pinned at a limit released to
                 # mid-range (an elbow stuck straight, bent the wrong way), then at random.
