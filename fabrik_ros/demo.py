@@ -49,8 +49,8 @@ from sensor_msgs.msg import JointState
 
 MODES = {'single': 'arm.yaml', 'double': 'dual_arm.yaml', 'spider': 'spider.yaml'}
 DEFAULT_DOMAIN_ID = '42'
-TARGET_RATE = 50.0  # Hz, shared by the effectors: each target of a tree is one solve
-MIN_TARGET_RATE = 20.0  # Hz
+TARGET_RATE = 50.0  # Hz of target messages, shared by the effectors of a tree
+MIN_TARGET_RATE = 20.0  # Hz per effector at the least
 LIVE_PERIOD = 0.5  # seconds between live view lines
 SETTLE_TIME = 1.0  # seconds the last path point is held before going out of reach
 OUT_OF_REACH_TIME = 2.0  # seconds
