@@ -63,11 +63,13 @@ except ImportError:
 DIAGNOSTICS_PERIOD = 1.0  # seconds
 WARNING_THROTTLE = 2.0  # seconds between repeats of one warning
 OUTPUTS = ('joint_state', 'joint_trajectory', 'forward_command')
+HARDWARE_OUTPUTS = ('joint_trajectory', 'forward_command')  # for ros2_control controllers
 LIMIT_UNITS = {'min_position': 'radians', 'max_position': 'radians', 'max_velocity': 'rad/s',
                'max_acceleration': 'rad/s^2'}  # of joint_limits.<joint>.<field>
 # A trajectory point due at once would make a JointTrajectoryController jump to it.
 MIN_TRAJECTORY_DURATION = 0.01  # seconds
 MIN_TIMER_RATE = 0.01  # Hz: a slower publish or marker timer is a typo (and 1e-300 overflows)
+TIMER_RATES = {'publish_rate', 'marker_rate'}  # parameters that set a timer's rate
 # Target topics keep one message: a newer target replaces an unsolved one (no backlog).
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # Like robot_state_publisher: late joiners still get the last description.
@@ -152,6 +154,12 @@ NODE_PARAMETERS = {
 }
 
 
+def check_timer_rate(name: str, rate: float) -> None:
+    """Raise ValueError unless a timer rate (Hz) is 0 (off) or at least MIN_TIMER_RATE."""
+    if 0.0 < rate < MIN_TIMER_RATE:
+        raise ValueError(f'{name} must be 0 (off) or at least {MIN_TIMER_RATE} Hz, got {rate}')
+
+
 @dataclass(frozen=True)
 class Settings:
     """What solves and commands are made from; replaced whole when a parameter changes."""
@@ -219,15 +227,17 @@ class IkNode(Node):
         self._stats = SolveStats()
         self._refused = 0
         self._last_refusal = ''
-        self._refusal_logged = (-np.inf, '')  # monotonic seconds and reason last logged
-        # Without feedback the stream starts from the neutral pose, which is only assumed:
-        # hardware outputs stay silent until a target was solved (no move to neutral).
-        self._pose_assumed = False
+        self._refusal_logged: dict[str, float] = {}  # kind of refusal -> monotonic seconds
         self._effector_topics: set[str] = set()
         self._description = ''  # the last robot_description taken from the topic
 
         command_topic = self.get_parameter('joint_command_topic').value
         self._feedback_topic = self.get_parameter('feedback_topic').value
+        to_hardware = sorted(set(self._outputs) & set(HARDWARE_OUTPUTS))
+        if to_hardware and not self._feedback_topic:
+            raise ValueError(f'outputs {to_hardware} drive an arm: set feedback_topic to its '
+                             'measured joint states, so that commands start where the arm is '
+                             '(without it the node could only assume a pose)')
         if self._feedback_topic and 'joint_state' in self._outputs and len(
                 {expand_topic_name(topic, self.get_name(), self.get_namespace())
                  for topic in (command_topic, self._feedback_topic)}) == 1:
@@ -259,6 +269,8 @@ class IkNode(Node):
         self.create_service(Trigger, '~/hold', self._on_hold)
 
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        for name in TIMER_RATES:  # the callback above checks later changes
+            check_timer_rate(name, self.get_parameter(name).value)
         self._publish_timer = None
         self._marker_timer = None
         self._restart_timers()
@@ -325,7 +337,6 @@ class IkNode(Node):
         self._stream = CommandStream(settings.motion, self._dt)
         if not self._feedback_topic:  # with feedback, commands start where the arm is
             self._stream.start(chain.neutral())
-            self._pose_assumed = True
         self._paths = branch_paths(chain.parents.tolist(),
                                    [effector.parent for effector in chain.effectors])
         self._targets = np.full((len(chain.effectors), 3), np.nan)
@@ -394,11 +405,11 @@ class IkNode(Node):
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a parameter change; commit it only when all of it is usable."""
         updates = {parameter.name: parameter.value for parameter in parameters}
-        for name in ('publish_rate', 'marker_rate'):
-            if 0.0 < updates.get(name, 0.0) < MIN_TIMER_RATE:
-                return SetParametersResult(
-                    successful=False, reason=f'{name} must be 0 (off) or at least '
-                    f'{MIN_TIMER_RATE} Hz, got {updates[name]}')
+        try:
+            for name in TIMER_RATES & updates.keys():
+                check_timer_rate(name, updates[name])
+        except ValueError as error:
+            return SetParametersResult(successful=False, reason=str(error))
         settings = self._settings
         if self._model is not None:
             try:
@@ -413,14 +424,14 @@ class IkNode(Node):
                 self._stream.set_limits(settings.motion)
         if 'target_window' in updates:
             self._set_target_window(updates['target_window'])
-        if {'publish_rate', 'marker_rate'} & updates.keys():
+        if TIMER_RATES & updates.keys():
             self._restart_timers(updates)
         return SetParametersResult(successful=True)
 
     def _restart_timers(self, updates: dict[str, object] | None = None) -> None:
         updates = updates or {}
         rates = {name: updates.get(name, self.get_parameter(name).value)
-                 for name in ('publish_rate', 'marker_rate')}
+                 for name in TIMER_RATES}
         for timer in (self._publish_timer, self._marker_timer):
             if timer is not None:
                 self.destroy_timer(timer)
@@ -439,7 +450,7 @@ class IkNode(Node):
             quaternion_array(msg.pose.orientation)  # position-only IK; still refuse garbage
             position = point_array(msg.pose.position)
         except TargetError as error:
-            self._refuse(str(error))
+            self._refuse('message', str(error))
             return
         self._set_target(position, msg.header, effector)
 
@@ -447,18 +458,17 @@ class IkNode(Node):
         try:
             position = point_array(msg.point)
         except TargetError as error:
-            self._refuse(str(error))
+            self._refuse('message', str(error))
             return
         self._set_target(position, msg.header, None)
 
-    def _refuse(self, reason: str) -> None:
-        """Count and log a refused input: a new reason at once, the same one throttled."""
+    def _refuse(self, kind: str, reason: str) -> None:
+        """Count and log a refused input; each kind of refusal is throttled on its own."""
         self._refused += 1
         self._last_refusal = reason
         now = time.monotonic()
-        logged_at, logged_reason = self._refusal_logged
-        if reason != logged_reason or now - logged_at >= WARNING_THROTTLE:
-            self._refusal_logged = (now, reason)
+        if now - self._refusal_logged.get(kind, -np.inf) >= WARNING_THROTTLE:
+            self._refusal_logged[kind] = now
             self.get_logger().warning(f'target refused, no motion: {reason}')
 
     def _set_target(self, position: np.ndarray, header: Header,
@@ -466,7 +476,7 @@ class IkNode(Node):
         """Store the target in the base frame for the next solve; `effector` None: nearest."""
         reason = self._why_not_moving(header)
         if reason:
-            self._refuse(reason)
+            self._refuse('state', reason)
             return
         position = self._in_base_frame(position, header.frame_id)
         if position is None:
@@ -516,13 +526,14 @@ class IkNode(Node):
         if frame_id in ('', self._base_link):
             return position
         if self._tf_buffer is None:
-            self._refuse(f"frame '{frame_id}' is not the base frame '{self._base_link}' and "
-                         'tf2_ros is not installed to transform it')
+            self._refuse('frame', f"frame '{frame_id}' is not the base frame "
+                         f"'{self._base_link}' and tf2_ros is not installed to transform it")
             return None
         try:
             transform = self._tf_buffer.lookup_transform(self._base_link, frame_id, Time())
         except TransformException as error:
-            self._refuse(f"no transform from '{frame_id}' to '{self._base_link}': {error}")
+            self._refuse('frame',
+                         f"no transform from '{frame_id}' to '{self._base_link}': {error}")
             return None
         translation, rotation = transform.transform.translation, transform.transform.rotation
         return transform_point(
@@ -598,15 +609,15 @@ class IkNode(Node):
         try:
             result = self._solver.solve(target, seed=stream.position if seed is None else seed)
         except ValueError as error:
-            self._refuse(f'solver: {error}')
+            self._refuse('solver', str(error))
+            self._targets[:] = np.nan  # refused targets must not block the next ones
             return
         self._stats.record(time.perf_counter() - start)
         if not np.all(np.isfinite(result.q)):
-            self._refuse(f'solver returned non-finite joint angles {result.q.tolist()}')
+            self._refuse('solver', f'solver returned non-finite joint angles {result.q.tolist()}')
             return
         self._result = result
         stream.follow(result.q)  # clipped into the limits: commands never leave them
-        self._pose_assumed = False
         if self._dt is None:
             self._send_command()
         if not result.reached:
@@ -648,12 +659,11 @@ class IkNode(Node):
             if self._dt is not None:
                 msg.velocity = stream.velocity.tolist()
             self._command_pub.publish(msg)
-        to_hardware = not self._pose_assumed  # no move to an assumed pose (_pose_assumed)
-        if to_hardware and 'joint_trajectory' in self._outputs:
+        if 'joint_trajectory' in self._outputs:
             duration = max(stream.duration(previous), MIN_TRAJECTORY_DURATION)
             self._trajectory_pub.publish(joint_trajectory(
                 self._model.joint_names, position, duration))
-        if to_hardware and 'forward_command' in self._outputs:
+        if 'forward_command' in self._outputs:
             self._array_pub.publish(
                 Float64MultiArray(data=position[self._command_order].tolist()))
         if self._disabling and not np.any(stream.velocity):

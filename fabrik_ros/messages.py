@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from fabrik_ros.ik import MAX_COORDINATE_M
 from geometry_msgs.msg import Point, Quaternion
 import numpy as np
 from sensor_msgs.msg import JointState
@@ -30,10 +31,13 @@ class TargetError(ValueError):
 
 
 def point_array(point: Point) -> np.ndarray:
-    """Return a geometry_msgs Point as a (3,) array, refusing NaN and inf."""
+    """Return a geometry_msgs Point as a (3,) array, refusing NaN, inf and absurd sizes."""
     xyz = np.array([point.x, point.y, point.z], dtype=float)
     if not np.all(np.isfinite(xyz)):
         raise TargetError(f'target position {xyz.tolist()} is not finite')
+    if np.abs(xyz).max() > MAX_COORDINATE_M:
+        raise TargetError(f'target position {xyz.tolist()} is farther than '
+                          f'{MAX_COORDINATE_M:g} m')
     return xyz
 
 

@@ -252,6 +252,20 @@ def test_two_effectors_commanded_at_once(start_node, client):
     assert client.spin_until(right_moved, REPLY_TIMEOUT), 'the click moved the wrong effector'
 
 
+def test_a_refused_target_for_one_effector_does_not_block_the_others(start_node, client):
+    chain = start_config(start_node, client, 'dual_arm.yaml')
+    client.send_pose(np.array([1e9, 0.0, 0.0]), topic='left_tool/target_pose')
+    target = chain.effector_positions(chain.neutral())[1] + np.array([0.0, 0.0, 0.03])
+    received = client.joint_states['']
+    client.send_pose(target, topic='right_tool/target_pose')
+
+    def right_reached() -> bool:
+        return bool(received) and np.linalg.norm(chain.effector_positions(
+            np.array(received[-1].position))[1] - target) <= MM
+
+    assert client.spin_until(right_reached, REPLY_TIMEOUT), 'the refused target blocked'
+
+
 # Wider than the 5 ms default: on a loaded 2-core test machine a burst of six targets from
 # one Python publisher can take longer than that to arrive.
 BURST_WINDOW = 0.02  # seconds

@@ -28,6 +28,7 @@ MAX_ACCELERATION = 4.0  # rad/s^2
 STREAM = {'command_rate': RATE, 'default_max_acceleration': MAX_ACCELERATION}
 FAR = np.array([1.2, -1.0, 0.9, 1.1, -0.8, 1.0, 0.5, -0.9])  # radians, far from neutral
 SETTLE_TIMEOUT = 6.0  # seconds for a far step to be reached at these limits
+MEASURED_TOPIC = '/measured_joint_states'  # feedback the tests publish for hardware outputs
 
 
 def positions(messages: list[JointState]) -> np.ndarray:
@@ -186,11 +187,19 @@ def test_disabling_a_moving_arm_brakes_to_a_stop_then_goes_silent(start_node, cl
     assert_within_motion_limits(chain, positions(received[start:]), chain.neutral())
 
 
+def measured_at_neutral(client: Client, chain) -> dict[str, str]:
+    """Publish the arm as measured at its neutral pose, like a driver; return node params."""
+    publisher = client.node.create_publisher(JointState, MEASURED_TOPIC, 10)
+    measured = JointState(name=chain.joint_names, position=chain.neutral().tolist())
+    client.node.create_timer(0.05, lambda: publisher.publish(measured))  # while it spins
+    return {'feedback_topic': MEASURED_TOPIC}
+
+
 def test_every_output_carries_the_joint_order_and_values(start_node, client, chain):
     order = chain.joint_names[::-1]
     start_arm(start_node, client, outputs=['joint_state', 'joint_trajectory',
                                            'forward_command'],
-              command_joints=order, **STREAM)
+              command_joints=order, **STREAM, **measured_at_neutral(client, chain))
     trajectories: list[JointTrajectory] = []
     arrays: list[Float64MultiArray] = []
     client.node.create_subscription(JointTrajectory, '/ik_node/joint_trajectory',
@@ -213,28 +222,9 @@ def test_every_output_carries_the_joint_order_and_values(start_node, client, cha
     assert np.allclose(arrays[-1].data, solution[::-1])  # command_joints order
 
 
-def test_hardware_outputs_wait_for_a_first_target_without_feedback(
-        start_node, client, chain):
-    # Open loop the node only assumes the arm is at its neutral pose: it must not drive
-    # the arm there on start-up, only toward a target someone sent.
-    start_arm(start_node, client, outputs=['joint_trajectory', 'forward_command'],
-              publish_rate=50.0)
-    trajectories: list[JointTrajectory] = []
-    arrays: list[Float64MultiArray] = []
-    client.node.create_subscription(JointTrajectory, '/ik_node/joint_trajectory',
-                                    trajectories.append, 100)
-    client.node.create_subscription(Float64MultiArray, '/ik_node/commands', arrays.append, 100)
-    client.spin_until(lambda: False, 2 * QUIET_PERIOD)
-    assert not trajectories and not arrays
-    target = chain.tip_position(POSE_REACHED)
-    client.send_pose(target)
-    assert client.spin_until(lambda: trajectories and arrays, SETTLE_TIMEOUT)
-    assert np.linalg.norm(chain.tip_position(np.array(arrays[-1].data)) - target) <= MM
-
-
 def test_trajectory_time_comes_from_the_motion_limits(start_node, client, chain):
     start_arm(start_node, client, outputs=['joint_state', 'joint_trajectory'],
-              default_max_acceleration=MAX_ACCELERATION)
+              default_max_acceleration=MAX_ACCELERATION, **measured_at_neutral(client, chain))
     trajectories: list[JointTrajectory] = []
     client.node.create_subscription(JointTrajectory, '/ik_node/joint_trajectory',
                                     trajectories.append, 100)
@@ -299,6 +289,8 @@ def test_narrowed_velocity_limit_applies_to_the_next_commands(start_node, client
     ({'joint_limits.seg1_pitch.max_position': 2.0}, 'would widen the model limits'),
     ({'outputs': ['joint_state', 'servo']}, "outputs ['servo'] unknown"),
     ({'command_joints': ['seg1_yaw']}, 'must list each of'),
+    ({'outputs': ['joint_trajectory']}, 'set feedback_topic'),  # else it assumes a pose
+    ({'publish_rate': 1e-300}, 'publish_rate must be 0 (off) or at least'),
 ])
 def test_a_bad_configuration_stops_the_node_with_the_reason(start_node, params, complaint):
     process = start_node('ik_node', params={**ARM, **params})
