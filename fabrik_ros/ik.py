@@ -552,8 +552,10 @@ class IkSolver:
         self._neutral = chain.neutral().tolist()
         rng = np.random.default_rng(_RESTART_SEED)
         n = chain.dof
-        low = np.maximum(chain.lower, -math.pi)
-        high = np.minimum(chain.upper, math.pi)
+        # Seeds span each joint's range, at most one turn of it (continuous: -pi to pi).
+        low = np.where(np.isfinite(chain.lower), chain.lower,
+                       np.minimum(chain.upper - _TWO_PI, -math.pi))
+        high = np.minimum(chain.upper, low + _TWO_PI)
         self.max_restarts = max_restarts
         if restart_error is None:
             restart_error = _RESTART_ERROR * self.tolerance
@@ -566,8 +568,7 @@ class IkSolver:
         seeds = rng.uniform(low, np.maximum(low, high), size=(max(max_restarts - 1, 0), n))
         corners = rng.choice(3, size=seeds.shape)
         seeds[1::2] = np.where(corners == 0, low, np.where(corners == 1, high, seeds))[1::2]
-        # A range outside [-pi, pi] leaves low/high outside the limits: clip back in.
-        self._restart_seeds = np.clip(seeds, chain.lower, chain.upper).tolist()
+        self._restart_seeds = seeds.tolist()
 
     # ------------------------------------------------------------------ input
 
