@@ -489,6 +489,7 @@ class IkNode(Node):
         self._targets[effector] = position
         self._target_time = time.monotonic()
         if not self._solve_timer.timer_period_ns:
+            self._unsolved = False  # a window pending from before a change to 0 is moot
             self._solve()
         elif not self._unsolved:
             self._unsolved = True
@@ -497,8 +498,9 @@ class IkNode(Node):
     def _solve_unsolved(self) -> None:
         """Solve the targets that came in since the last solve, once for all of them."""
         self._solve_timer.cancel()
-        if self._unsolved:
-            self._unsolved = False
+        unsolved, self._unsolved = self._unsolved, False
+        # Checked again: the node may have been disabled, or lost feedback, in the window.
+        if unsolved and self._enabled and not self._disabling and not self._feedback_stale():
             self._solve()
 
     def _why_not_moving(self, header: Header) -> str:
