@@ -199,8 +199,6 @@ class Bench:
             if distances[best] <= MATCH_DISTANCE:
                 index = int(recent[best])
                 latency_of.setdefault(index, received_at - sent_at[index])
-        self.last_missing_gaps = [float(sent_at[i + 1] - sent_at[i]) for i in range(count - 1)
-                                  if i not in latency_of]
         order = sorted(latency_of)
         latencies = [latency_of[i] for i in order]
         fifth = max(len(latencies) // 5, 1)
