@@ -1,21 +1,25 @@
 """
-Kinematic model of revolute-joint chains and trees, with fast forward kinematics.
+Kinematic model of jointed chains and trees, with fast forward kinematics.
 
-A robot is a tree of revolute joints, URDF style: each joint has a fixed origin transform
-from its parent joint's frame, a unit axis, and position/velocity limits. Fixed joints are
-folded into the next origin or into an effector offset. Effectors are points (tip links)
-rigidly attached to a joint's frame. A serial chain is the one-effector case.
+A robot is a tree of revolute and prismatic joints, URDF style: each joint has a fixed
+origin transform from its parent joint's frame, a unit axis, and position/velocity limits.
+Fixed joints are folded into the next origin or into an effector offset. Effectors are
+points (tip links) rigidly attached to a joint's frame. A serial chain is the one-effector
+case. A mimic joint (URDF <mimic>) follows another: position = multiplier * leader +
+offset; the joint vector q holds the independent joints only (chain.joint_names), and
+chain.expand(q) gives every joint's position (chain.all_joint_names).
 
-Conventions: SI units (metres, radians, rad/s); all world quantities are in the base link's
-frame; rotations from roll/pitch/yaw follow URDF, R = Rz(yaw) @ Ry(pitch) @ Rx(roll).
-The module imports numpy and the standard library only.
+Conventions: SI units (metres for prismatic joints, radians for revolute ones, m/s and
+rad/s); all world quantities are in the base link's frame; rotations from roll/pitch/yaw
+follow URDF, R = Rz(yaw) @ Ry(pitch) @ Rx(roll). The module imports numpy and the standard
+library only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence
 import xml.etree.ElementTree as ElementTree
 
 import numpy as np
@@ -24,6 +28,10 @@ _ORTHONORMAL_TOLERANCE = 1e-6
 _AXIS_LETTERS = {'x': (1.0, 0.0, 0.0), 'y': (0.0, 1.0, 0.0), 'z': (0.0, 0.0, 1.0)}
 _AXIS_WORDS = {'x': 'roll', 'y': 'pitch', 'z': 'yaw'}
 _JOINT_TYPE_AXES = {'hinge': ('z', 'y'), 'two_axis': ('zy',)}
+JOINT_KINDS = ('revolute', 'prismatic')
+# Movable joints a chain holds at most: start-up grows linearly with the joints, but a
+# solve's whole-chain fit grows with their square, and larger models are input mistakes.
+MAX_JOINTS = 5000
 
 
 class ChainError(ValueError):
@@ -90,14 +98,24 @@ def _frozen_rotation(value: object, what: str) -> np.ndarray:
     return array
 
 
+class Mimic(NamedTuple):
+    """A URDF <mimic>: the joint's position is multiplier * (leader's position) + offset."""
+
+    joint: str                  # the leader's name
+    multiplier: float = 1.0
+    offset: float = 0.0         # radians or metres, the follower's unit
+
+
 @dataclass(frozen=True, eq=False)
 class Joint:
     """
-    One revolute joint of the tree.
+    One movable joint of the tree: revolute (continuous when unlimited) or prismatic.
 
     origin_xyz/origin_rotation: the transform from the parent joint's frame (after the
-    parent's rotation; the base link frame if parent == -1) to this joint's frame at q = 0,
-    fixed joints folded in. The joint then rotates its frame by q about `axis`.
+    parent's motion; the base link frame if parent == -1) to this joint's frame at q = 0,
+    fixed joints folded in. A revolute joint then rotates its frame by q radians about
+    `axis`, a prismatic one translates it by q metres along `axis`. Limits are in the
+    joint's unit; a prismatic joint needs finite ones. mimic: the joint follows another.
     """
 
     name: str
@@ -109,6 +127,8 @@ class Joint:
     upper: float = math.inf     # radians, +inf for continuous
     max_velocity: float = math.inf  # rad/s, inf if unknown
     link: str = ''              # child link name ('' = '<name>_link' when written as URDF)
+    kind: str = 'revolute'      # one of JOINT_KINDS
+    mimic: Mimic | None = None
 
     def __post_init__(self) -> None:
         """Validate and freeze the fields; normalise the axis."""
@@ -130,6 +150,18 @@ class Joint:
             raise ChainError(f'{what} has invalid limits [{lower}, {upper}]')
         if lower > upper:
             raise ChainError(f'{what} has lower limit {lower} > upper limit {upper}')
+        if self.kind not in JOINT_KINDS:
+            raise ChainError(f"{what} has kind {self.kind!r}, expected one of {JOINT_KINDS}")
+        if self.kind == 'prismatic' and not (math.isfinite(lower) and math.isfinite(upper)):
+            raise ChainError(f'prismatic {what} needs finite limits, got [{lower}, {upper}]')
+        if self.mimic is not None:
+            mimic = Mimic(str(self.mimic.joint), float(self.mimic.multiplier),
+                          float(self.mimic.offset))
+            if not (math.isfinite(mimic.multiplier) and math.isfinite(mimic.offset)):
+                raise ChainError(f'{what} has a non-finite mimic {mimic}')
+            if mimic.joint == self.name:
+                raise ChainError(f'{what} mimics itself')
+            object.__setattr__(self, 'mimic', mimic)
         velocity = float(self.max_velocity)
         if not velocity > 0.0:
             raise ChainError(f'{what} has max_velocity {velocity}, expected > 0 (inf allowed)')
@@ -141,6 +173,11 @@ class Joint:
     def continuous(self) -> bool:
         """Return True when the joint has no position limits."""
         return self.lower == -math.inf and self.upper == math.inf
+
+    @property
+    def prismatic(self) -> bool:
+        """Return True when the joint translates (metres) rather than rotates."""
+        return self.kind == 'prismatic'
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,10 +210,13 @@ class Kinematics(NamedTuple):
 
 class Chain:
     """
-    A tree of revolute joints with point effectors; a serial chain has one effector.
+    A tree of movable joints with point effectors; a serial chain has one effector.
 
     Joints are in topological order (joints[i].parent < i), depth-first from the base, so a
-    serial chain lists its joints base to tip. Instances are immutable.
+    serial chain lists its joints base to tip. `joints` are every movable joint of the
+    model; the joint vector q (and joint_names, lower, upper, max_velocity, dof) covers the
+    independent ones: a mimic joint moves with its leader, whose limits are narrowed so that
+    every follower stays within its own. Instances are immutable.
     """
 
     def __init__(self, base_link: str, joints: Sequence[Joint],
@@ -189,6 +229,9 @@ class Chain:
         self.effectors: tuple[Effector, ...] = tuple(effectors)
         if not self.joints:
             raise ChainError('the chain has no movable joints')
+        if len(self.joints) > MAX_JOINTS:
+            raise ChainError(f'the chain has {len(self.joints)} movable joints; at most '
+                             f'{MAX_JOINTS} are supported')
         if not self.effectors:
             raise ChainError('the chain has no effectors (tip links)')
         for index, joint in enumerate(self.joints):
@@ -199,31 +242,93 @@ class Chain:
             if not -1 <= effector.parent < len(self.joints):
                 raise ChainError(f"effector '{effector.name}' hangs from joint index "
                                  f'{effector.parent}, which does not exist')
-        self.joint_names = [joint.name for joint in self.joints]
+        self.all_joint_names = [joint.name for joint in self.joints]
         self.effector_names = [effector.name for effector in self.effectors]
         self.link_names = [joint.link or f'{joint.name}_link' for joint in self.joints]
-        _check_unique(self.joint_names, 'joint')
+        _check_unique(self.all_joint_names, 'joint')
         _check_unique([base_link] + self.link_names
                       + [e.name for e in self.effectors if not self._is_joint_link(e)], 'link')
-
-        self.lower = _frozen_array([joint.lower for joint in self.joints])
-        self.upper = _frozen_array([joint.upper for joint in self.joints])
-        self.max_velocity = _frozen_array([joint.max_velocity for joint in self.joints])
+        self._couple()
         self.parents = np.array([joint.parent for joint in self.joints], dtype=int)
         self.parents.setflags(write=False)
-        self.moves_effector = self._ancestor_mask()
-        self._precompute()
+        joint_moves = self._ancestor_mask()
+        moves = np.zeros((self.dof, len(self.effectors)), dtype=bool)
+        np.logical_or.at(moves, self.coordinate_of_joint, joint_moves.T)
+        self.moves_effector = moves.T.copy()
+        self.moves_effector.setflags(write=False)
+        self._precompute(joint_moves)
+
+    def _couple(self) -> None:
+        """
+        Resolve mimic joints: the independent joints, their limits, and the coupling.
+
+        Sets joint_names, lower, upper, max_velocity (per independent joint; a leader's
+        range is narrowed to keep its followers within theirs, its velocity limit to keep
+        them within their velocity limits) and, per joint, the index of its independent
+        joint, multiplier and offset.
+        """
+        index_of = {name: index for index, name in enumerate(self.all_joint_names)}
+        leaders = [index for index, joint in enumerate(self.joints) if joint.mimic is None]
+        coordinate_of_leader = {joint: k for k, joint in enumerate(leaders)}
+        lower = [self.joints[i].lower for i in leaders]
+        upper = [self.joints[i].upper for i in leaders]
+        velocity = [self.joints[i].max_velocity for i in leaders]
+        coordinate, multiplier, offset = [], [], []
+        for joint in self.joints:
+            if joint.mimic is None:
+                coordinate.append(coordinate_of_leader[index_of[joint.name]])
+                multiplier.append(1.0)
+                offset.append(0.0)
+                continue
+            what = f"mimic joint '{joint.name}'"
+            leader = index_of.get(joint.mimic.joint)
+            if leader is None:
+                raise ChainError(f"{what} follows '{joint.mimic.joint}', which is not a "
+                                 'movable joint of the chain')
+            if self.joints[leader].mimic is not None:
+                raise ChainError(f"{what} follows '{joint.mimic.joint}', itself a mimic "
+                                 'joint (URDF mimics a leader directly)')
+            k = coordinate_of_leader[leader]
+            m, o = joint.mimic.multiplier, joint.mimic.offset
+            coordinate.append(k)
+            multiplier.append(m)
+            offset.append(o)
+            if m == 0.0:
+                if not joint.lower <= o <= joint.upper:
+                    raise ChainError(f'{what} is held at {o} by multiplier 0, outside its '
+                                     f'limits [{joint.lower}, {joint.upper}]')
+                continue
+            bounds = sorted(((joint.lower - o) / m, (joint.upper - o) / m))
+            lower[k], upper[k] = max(lower[k], bounds[0]), min(upper[k], bounds[1])
+            if lower[k] > upper[k]:
+                raise ChainError(f"{what}'s limits [{joint.lower}, {joint.upper}] leave its "
+                                 f"leader '{joint.mimic.joint}' no position")
+            velocity[k] = min(velocity[k], joint.max_velocity / abs(m))
+        self._leaders = leaders
+        self.joint_names = [self.all_joint_names[i] for i in leaders]
+        self.lower = _frozen_array(lower)
+        self.upper = _frozen_array(upper)
+        self.max_velocity = _frozen_array(velocity)
+        self.coordinate_of_joint = np.array(coordinate, dtype=int)
+        self.coordinate_of_joint.setflags(write=False)
+        self.multipliers = _frozen_array(multiplier)
+        self.offsets = _frozen_array(offset)
+        self.coupled = len(leaders) < len(self.joints)
 
     @classmethod
     def from_urdf(cls, urdf_xml: str, base_link: str, tip_link: str | Sequence[str]) -> Chain:
         """
         Build the chain (one tip link) or tree (several) between base_link and the tips.
 
-        Only the joints on the paths from base_link to the tips are kept; joints shared by
-        several paths appear once. Joints are ordered depth-first from the base, branches in
-        the order of the tips, effectors in the order of the tips. Fixed joints are folded
-        into the next origin or the effector offset; revolute and continuous joints move;
-        any other joint type on a path raises ChainError.
+        Only the joints on the paths from base_link to the tips are used; joints shared by
+        several paths appear once. Everything else in the description (grippers, sensors,
+        floating or planar joints, other arms) is ignored, as robot_state_publisher and
+        MoveIt do. A mimic joint on a path brings its leader along (with the leader's path
+        from the base, if it lies off the paths). Joints are ordered depth-first from the
+        base, branches in the order of the tips, effectors in the order of the tips. Fixed
+        joints are folded into the next origin or the effector offset; revolute, continuous
+        and prismatic joints move; a floating or planar joint on a path raises ChainError,
+        as do cycles, duplicate names and unknown links anywhere in the document.
         """
         tips = [tip_link] if isinstance(tip_link, str) else list(tip_link)
         if not tips:
@@ -233,6 +338,23 @@ class Chain:
         for link in [base_link] + tips:
             robot.check_link(link)
         paths = [robot.path(base_link, tip) for tip in tips]
+        used = {joint.name for path in paths for joint in path}
+        for path in paths:      # grows while mimic leaders off the paths are added
+            for urdf_joint in path:
+                mimic = urdf_joint.mimic() if urdf_joint.kind != 'fixed' else None
+                if mimic is None or mimic.joint in used:
+                    continue
+                leader = robot.joints.get(mimic.joint)
+                if leader is None:
+                    raise ChainError(f'mimic {urdf_joint.what} follows unknown joint '
+                                     f"'{mimic.joint}'")
+                paths.append(robot.path(base_link, leader.child,
+                                        f'the link moved by {urdf_joint.what}\'s leader'))
+                used.update(joint.name for joint in paths[-1])
+        movable = sum(robot.joints[name].kind != 'fixed' for name in used)
+        if movable > MAX_JOINTS:
+            raise ChainError(f'the paths to the tips hold {movable} movable joints; at most '
+                             f'{MAX_JOINTS} are supported')
         children: dict[str, list[_UrdfJoint]] = {}
         for path in paths:
             for urdf_joint in path:
@@ -241,20 +363,26 @@ class Chain:
                     siblings.append(urdf_joint)
         joints: list[Joint] = []
         effector_by_tip: dict[str, Effector] = {}
-
-        def visit(link: str, parent: int, pose: _Pose) -> None:
-            if link in tips:
+        tip_set = set(tips)
+        # Depth-first from the base without recursion (chains may be thousands deep). An
+        # entry: a link, the movable joint above it (index, or the URDF joint still to add
+        # when it is the link's own) and its pose in that joint's frame.
+        identity = _Pose(np.zeros(3), np.eye(3))
+        stack: list[tuple[str, int, _Pose, _UrdfJoint | None]] = [
+            (base_link, -1, identity, None)]
+        while stack:
+            link, parent, pose, movable = stack.pop()
+            if movable is not None:
+                joints.append(movable.to_joint(parent, pose))
+                parent, pose = len(joints) - 1, identity
+            if link in tip_set:
                 effector_by_tip[link] = Effector(link, parent, pose.xyz, pose.rotation)
-            for urdf_joint in children.get(link, ()):
-                origin = _Pose(pose.xyz + pose.rotation @ urdf_joint.origin.xyz,
-                               pose.rotation @ urdf_joint.origin.rotation)
-                if urdf_joint.kind == 'fixed':
-                    visit(urdf_joint.child, parent, origin)
-                    continue
-                joints.append(urdf_joint.to_joint(parent, origin))
-                visit(urdf_joint.child, len(joints) - 1, _Pose(np.zeros(3), np.eye(3)))
-
-        visit(base_link, -1, _Pose(np.zeros(3), np.eye(3)))
+            for urdf_joint in reversed(children.get(link, ())):
+                joint_origin = urdf_joint.origin()
+                origin = _Pose(pose.xyz + pose.rotation @ joint_origin.xyz,
+                               pose.rotation @ joint_origin.rotation)
+                stack.append((urdf_joint.child, parent, origin,
+                              None if urdf_joint.kind == 'fixed' else urdf_joint))
         return cls(base_link, joints, [effector_by_tip[tip] for tip in tips])
 
     @classmethod
@@ -349,7 +477,7 @@ class Chain:
             return False
         if np.any(effector.offset != 0.0) or np.any(effector.rotation != np.eye(3)):
             raise ChainError(f"effector '{effector.name}' is named like the link of joint "
-                             f"'{self.joint_names[effector.parent]}' but is offset from it")
+                             f"'{self.all_joint_names[effector.parent]}' but is offset from it")
         return True
 
     def __repr__(self) -> str:
@@ -359,8 +487,20 @@ class Chain:
 
     @property
     def dof(self) -> int:
-        """Return the number of movable joints n."""
-        return len(self.joints)
+        """Return the number of independent joints n (the length of q)."""
+        return len(self.joint_names)
+
+    def expand(self, q: object) -> np.ndarray:
+        """
+        Return every joint's position (radians or metres, order all_joint_names) at q.
+
+        Followers are at multiplier * leader + offset; this is what a JointState for
+        robot_state_publisher holds. Raises ValueError on a wrong length.
+        """
+        q = self._joint_vector(q)
+        if not self.coupled:
+            return q.copy()
+        return self.multipliers * q[self.coordinate_of_joint] + self.offsets
 
     def _ancestor_mask(self) -> np.ndarray:
         """Return (m, n) bool: True where joint j lies on the path from the base to effector e."""
@@ -373,23 +513,33 @@ class Chain:
         mask.setflags(write=False)
         return mask
 
-    def _precompute(self) -> None:
+    def _precompute(self, joint_moves: np.ndarray) -> None:
         """
         Stack per-joint constants so forward() is a few vector ops plus one product per joint.
 
-        Joint i's local transform at angle q is [O_i Rot(a_i, q) | t_i], and by Rodrigues
-        O_i Rot(a_i, q) = O_i + sin(q) O_i K_i + (1 - cos(q)) O_i K_i^2 with K_i = [a_i]x.
-        So its top three rows are (1, sin q, 1 - cos q) @ basis_i, one batched product for
-        all joints; basis_i (3, 12) holds [O_i | t_i], [O_i K_i | 0], [O_i K_i^2 | 0].
+        Revolute joint i's local transform at angle q is [O_i Rot(a_i, q) | t_i], and by
+        Rodrigues O_i Rot(a_i, q) = O_i + sin(q) O_i K_i + (1 - cos(q)) O_i K_i^2 with
+        K_i = [a_i]x: its top three rows are (1, sin q, 1 - cos q) @ basis_i, one batched
+        product for all joints; basis_i (3, 12) holds [O_i | t_i], [O_i K_i | 0],
+        [O_i K_i^2 | 0]. A prismatic joint's is [O_i | t_i + q O_i a_i]: coefficients
+        (1, q, 0) with [O_i | t_i], [0 | O_i a_i], 0.
         """
         n = len(self.joints)
+        self._joint_moves = joint_moves
+        self._prismatic = np.array([joint.prismatic for joint in self.joints])
+        self._any_prismatic = bool(self._prismatic.any())
         origin = np.array([joint.origin_rotation for joint in self.joints])
-        cross = np.array([_cross_matrix(joint.axis) for joint in self.joints])
+        axes = np.array([joint.axis for joint in self.joints])
+        cross = np.zeros((n, 3, 3))
+        cross[:, 0, 1], cross[:, 0, 2], cross[:, 1, 2] = -axes[:, 2], axes[:, 1], -axes[:, 0]
+        cross -= cross.transpose(0, 2, 1)
+        cross[self._prismatic] = 0.0
         basis = np.zeros((n, 3, 3, 4))
         basis[:, 0, :, :3] = origin
         basis[:, 0, :, 3] = [joint.origin_xyz for joint in self.joints]
         basis[:, 1, :, :3] = origin @ cross
         basis[:, 2, :, :3] = origin @ cross @ cross
+        basis[self._prismatic, 1, :, 3] = (origin @ axes[:, :, None])[self._prismatic, :, 0]
         self._local_basis = basis.reshape(n, 3, 12)
         self._local_template = np.zeros((n, 4, 4))
         self._local_template[:, 3, 3] = 1.0
@@ -398,7 +548,7 @@ class Chain:
         self._world_template[0] = np.eye(4)
         # world[k + 1] is joint k's frame, world[0] the base: parent row = parent index + 1.
         self._steps = [(joint.parent + 1, index) for index, joint in enumerate(self.joints)]
-        self._axes_local = np.array([joint.axis for joint in self.joints])[:, :, None]
+        self._axes_local = axes[:, :, None]
         self._effector_rows = np.array([e.parent + 1 for e in self.effectors], dtype=int)
         self._effector_points_local = np.ones((len(self.effectors), 4, 1))
         self._effector_points_local[:, :3, 0] = [e.offset for e in self.effectors]
@@ -408,17 +558,20 @@ class Chain:
     def _joint_vector(self, q: object) -> np.ndarray:
         """Return q as a float (n,) array, or raise ValueError on a wrong length."""
         q = np.asarray(q, dtype=float)
-        if q.shape != (len(self.joints),):
-            raise ValueError(f'joint vector has shape {q.shape}, expected ({len(self.joints)},)'
+        if q.shape != (self.dof,):
+            raise ValueError(f'joint vector has shape {q.shape}, expected ({self.dof},)'
                              f' for joints {self.joint_names}')
         return q
 
     def _frames(self, q: object) -> np.ndarray:
-        """Return (n + 1, 4, 4) world transforms: the base, then each joint after rotation."""
-        q = self._joint_vector(q)
+        """Return (n + 1, 4, 4) world transforms: the base, then each joint after its motion."""
+        q = self.expand(q)
         coefficients = self._coefficient_template.copy()
         coefficients[:, 0, 1] = np.sin(q)
         coefficients[:, 0, 2] -= np.cos(q)
+        if self._any_prismatic:
+            coefficients[self._prismatic, 0, 1] = q[self._prismatic]
+            coefficients[self._prismatic, 0, 2] = 0.0
         local = self._local_template.copy()
         # The top 3 rows of each 4x4 are 12 contiguous numbers: write the product in place.
         n = len(q)
@@ -431,11 +584,10 @@ class Chain:
 
     def forward(self, q: object) -> Kinematics:
         """
-        Return the forward kinematics of joint angles q (n,) radians, in the base frame.
+        Return the forward kinematics of joint positions q (dof,), in the base frame.
 
-        Every call returns new arrays (safe to keep, and to call from several threads).
-        The position Jacobian of effector e follows directly:
-        J[:, j] = cross(axes[j], effectors[e] - positions[j]) where moves_effector[e, j].
+        The arrays are per movable joint (all_joint_names order). Every call returns new
+        arrays (safe to keep, and to call from several threads).
         """
         world = self._frames(q)
         rotations = world[1:, :3, :3]
@@ -460,10 +612,11 @@ class Chain:
 
     def position_jacobian(self, kinematics: Kinematics) -> np.ndarray:
         """
-        Return the (m, 3, n) effector position Jacobian (metres/radian) of a forward() result.
+        Return the (m, 3, dof) effector position Jacobian of a forward() result.
 
-        Column j of effector e is cross(axes[j], effectors[e] - positions[j]) when joint j
-        moves effector e (moves_effector[e, j]), else zero.
+        Joint j's column for effector e is cross(axes[j], effectors[e] - positions[j])
+        (metres/radian) for a revolute joint, axes[j] for a prismatic one, when j moves e,
+        else zero; an independent joint's column sums its followers' times their multipliers.
         """
         axis_x, axis_y, axis_z = kinematics.axes.T
         lever = kinematics.effectors[:, :, None] - kinematics.positions.T[None]  # (m, 3, n)
@@ -471,8 +624,15 @@ class Chain:
         jacobian[:, 0] = axis_y * lever[:, 2] - axis_z * lever[:, 1]
         jacobian[:, 1] = axis_z * lever[:, 0] - axis_x * lever[:, 2]
         jacobian[:, 2] = axis_x * lever[:, 1] - axis_y * lever[:, 0]
-        jacobian *= self.moves_effector[:, None, :]
-        return jacobian
+        if self._any_prismatic:
+            jacobian[:, :, self._prismatic] = kinematics.axes[self._prismatic].T
+        jacobian *= self._joint_moves[:, None, :]
+        if not self.coupled:
+            return jacobian
+        per_coordinate = np.zeros((self.dof,) + jacobian.shape[:2])
+        np.add.at(per_coordinate, self.coordinate_of_joint,
+                  (jacobian * self.multipliers).transpose(2, 0, 1))
+        return per_coordinate.transpose(1, 2, 0)
 
     # ---------------------------------------------------------------- URDF output
 
@@ -506,8 +666,7 @@ class Chain:
         _add_link_cylinders(base, outgoing[0], radius)
         for index, joint in enumerate(self.joints):
             element = ElementTree.SubElement(robot, 'joint', name=joint.name,
-                                             type='continuous' if joint.continuous
-                                             else 'revolute')
+                                             type=_urdf_joint_type(joint))
             ElementTree.SubElement(element, 'parent', link=frame_links[joint.parent + 1])
             ElementTree.SubElement(element, 'child', link=self.link_names[index])
             _add_origin(element, _Pose(joint.origin_xyz, joint.origin_rotation))
@@ -515,6 +674,10 @@ class Chain:
             limit = _urdf_limit(joint)
             if limit:
                 ElementTree.SubElement(element, 'limit', limit)
+            if joint.mimic is not None:
+                ElementTree.SubElement(element, 'mimic', joint=joint.mimic.joint,
+                                       multiplier=_format([joint.mimic.multiplier]),
+                                       offset=_format([joint.mimic.offset]))
             link = ElementTree.SubElement(robot, 'link', name=self.link_names[index])
             _add_visual(link, _cylinder(radius * 1.3, radius * 3.0),
                         _Pose(np.zeros(3), _rotation_from_z(joint.axis)), 'fabrik_joint')
@@ -553,23 +716,25 @@ class Chain:
 
     def neutral(self) -> np.ndarray:
         """Return a sensible in-limit seed: all zeros, clipped into the limits."""
-        return np.clip(np.zeros(len(self.joints)), self.lower, self.upper)
+        return np.clip(np.zeros(self.dof), self.lower, self.upper)
 
     def with_limits(self, lower: object, upper: object,
                     max_velocity: object | None = None) -> Chain:
         """
         Return a copy with per-joint limits replaced.
 
-        lower/upper: (n,) radians (+-inf for unlimited); max_velocity: optional (n,) rad/s.
-        Raises ChainError on a wrong length, NaN, or lower > upper (naming the joint).
+        lower/upper: (dof,) radians or metres (+-inf for unlimited); max_velocity: optional
+        (dof,) rad/s or m/s; per independent joint (mimic joints keep their own limits, and
+        keep narrowing their leader's). Raises ChainError on a wrong length, NaN, or
+        lower > upper (naming the joint).
         """
-        lower = _limit_vector(lower, len(self.joints), 'lower')
-        upper = _limit_vector(upper, len(self.joints), 'upper')
+        lower = _limit_vector(lower, self.dof, 'lower')
+        upper = _limit_vector(upper, self.dof, 'upper')
         velocity = (self.max_velocity if max_velocity is None
-                    else _limit_vector(max_velocity, len(self.joints), 'max_velocity'))
-        joints = [Joint(j.name, j.parent, j.origin_xyz, j.origin_rotation, j.axis,
-                        lo, hi, vel, j.link)
-                  for j, lo, hi, vel in zip(self.joints, lower, upper, velocity)]
+                    else _limit_vector(max_velocity, self.dof, 'max_velocity'))
+        joints = list(self.joints)
+        for index, lo, hi, vel in zip(self._leaders, lower, upper, velocity):
+            joints[index] = replace(joints[index], lower=lo, upper=hi, max_velocity=vel)
         return Chain(self.base_link, joints, self.effectors)
 
 
@@ -604,56 +769,116 @@ class _Limb:
         return Effector(tip, parent, xyz)
 
 
+_MOVABLE_URDF_TYPES = {'revolute': 'revolute', 'continuous': 'revolute',
+                       'prismatic': 'prismatic'}
+
+
 @dataclass(frozen=True, eq=False)
 class _UrdfJoint:
-    """The fields of one URDF <joint> element that the model uses."""
+    """
+    One URDF <joint>: its place in the link tree, parsed further only if the chain uses it.
+
+    Joints off the paths from the base to the tips are never read beyond their name, type
+    and links, so whatever they hold (a gripper's mimic fingers, a floating camera mount,
+    a planar base) cannot stop a chain from loading.
+    """
 
     name: str
     kind: str                   # URDF joint type
     parent: str
     child: str
-    origin: _Pose
-    axis: np.ndarray
-    lower: float
-    upper: float
-    max_velocity: float
+    element: ElementTree.Element
+
+    @property
+    def what(self) -> str:
+        """Return how messages name the joint."""
+        return f"joint '{self.name}'"
+
+    def origin(self) -> _Pose:
+        """Return the joint's <origin> (identity when absent)."""
+        origin = self.element.find('origin')
+        xyz = _urdf_vector(origin, 'xyz', '0 0 0', f'{self.what} origin')
+        rpy = _urdf_vector(origin, 'rpy', '0 0 0', f'{self.what} origin')
+        return _Pose(xyz, rotation_from_rpy(rpy))
+
+    def mimic(self) -> Mimic | None:
+        """Return the joint's <mimic>, or None."""
+        element = self.element.find('mimic')
+        if element is None:
+            return None
+        leader = _required(element, 'joint', f'{self.what} <mimic>')
+        return Mimic(leader, _urdf_float(element, 'multiplier', '1', self.what, 'mimic'),
+                     _urdf_float(element, 'offset', '0', self.what, 'mimic'))
 
     def to_joint(self, parent: int, origin: _Pose) -> Joint:
         """Return the model joint, with `origin` (fixed joints folded in) as its origin."""
-        if self.kind not in ('revolute', 'continuous'):
-            raise ChainError(f"joint '{self.name}' has type '{self.kind}'; only revolute, "
-                             'continuous and fixed joints are supported')
-        return Joint(self.name, parent, origin.xyz, origin.rotation, self.axis,
-                     self.lower, self.upper, self.max_velocity, self.child)
+        kind = _MOVABLE_URDF_TYPES.get(self.kind)
+        if kind is None:
+            raise ChainError(f"{self.what} has type '{self.kind}' on the path to a tip; only "
+                             'revolute, continuous, prismatic and fixed joints can be there')
+        axis = _urdf_vector(self.element.find('axis'), 'xyz', '1 0 0', f'{self.what} axis')
+        limit = self.element.find('limit')
+        lower, upper = -math.inf, math.inf
+        if self.kind != 'continuous':
+            if limit is None:
+                raise ChainError(f'{self.kind} {self.what} has no <limit>')
+            lower = _urdf_float(limit, 'lower', '0', self.what)
+            upper = _urdf_float(limit, 'upper', '0', self.what)
+        velocity = math.inf if limit is None else _urdf_float(limit, 'velocity', 'inf',
+                                                               self.what)
+        return Joint(self.name, parent, origin.xyz, origin.rotation, axis, lower, upper,
+                     velocity, self.child, kind, self.mimic())
 
 
 class _UrdfRobot:
     """The link tree of a URDF document."""
 
     def __init__(self, urdf_xml: str) -> None:
-        """Parse the XML; raise ChainError on malformed XML or an inconsistent tree."""
+        """Parse the XML; raise ChainError on malformed XML or a tree that is not one."""
         try:
             root = ElementTree.fromstring(urdf_xml)
         except ElementTree.ParseError as error:
             raise ChainError(f'malformed URDF XML: {error}') from None
         if root.tag != 'robot':
             raise ChainError(f'URDF root element is <{root.tag}>, expected <robot>')
-        self.links = [_required(element, 'name', 'link') for element in root.iter('link')]
+        self.links = [_required(element, 'name', 'link') for element in root.findall('link')]
         _check_unique(self.links, 'link')
+        link_set = set(self.links)
         self.joint_to_child: dict[str, _UrdfJoint] = {}
-        names = []
+        self.joints: dict[str, _UrdfJoint] = {}
         for element in root.findall('joint'):
-            joint = _parse_urdf_joint(element)
-            names.append(joint.name)
-            for link in (joint.parent, joint.child):
-                if link not in self.links:
-                    raise ChainError(f"joint '{joint.name}' refers to unknown link '{link}'")
-            if joint.child in self.joint_to_child:
-                raise ChainError(f"link '{joint.child}' is the child of two joints: "
-                                 f"'{self.joint_to_child[joint.child].name}' and "
-                                 f"'{joint.name}'")
-            self.joint_to_child[joint.child] = joint
-        _check_unique(names, 'joint')
+            name = _required(element, 'name', 'joint')
+            what = f"joint '{name}'"
+            parent, child = (_required(_child(element, tag, what), 'link', f'{what} <{tag}>')
+                             for tag in ('parent', 'child'))
+            joint = _UrdfJoint(name, _required(element, 'type', what), parent, child, element)
+            if name in self.joints:
+                raise ChainError(f"duplicate joint name '{name}'")
+            self.joints[name] = joint
+            for link in (parent, child):
+                if link not in link_set:
+                    raise ChainError(f"{what} refers to unknown link '{link}'")
+            if child in self.joint_to_child:
+                raise ChainError(f"link '{child}' is the child of two joints: "
+                                 f"'{self.joint_to_child[child].name}' and '{name}'")
+            self.joint_to_child[child] = joint
+        self._check_acyclic()
+
+    def _check_acyclic(self) -> None:
+        """Raise ChainError naming a link on a cycle of joints (O(links) in all)."""
+        settled: set[str] = set()     # links known to lead up to a root
+        for start in self.links:
+            trail: list[str] = []
+            on_trail: set[str] = set()
+            link = start
+            while link not in settled and link in self.joint_to_child:
+                if link in on_trail:
+                    raise ChainError(f"the URDF joints form a cycle through link '{link}'")
+                trail.append(link)
+                on_trail.add(link)
+                link = self.joint_to_child[link].parent
+            settled.update(trail)
+            settled.add(link)
 
     def check_link(self, link: str) -> None:
         """Raise ChainError naming an unknown link and a few known ones."""
@@ -661,51 +886,20 @@ class _UrdfRobot:
             known = ', '.join(self.links[:8]) + (', ...' if len(self.links) > 8 else '')
             raise ChainError(f"unknown link '{link}' (the URDF has links: {known})")
 
-    def path(self, base_link: str, tip_link: str) -> list[_UrdfJoint]:
+    def path(self, base_link: str, tip_link: str, what: str = 'tip link') -> list[_UrdfJoint]:
         """Return the URDF joints from base_link down to tip_link."""
         if tip_link == base_link:
             raise ChainError(f"tip link '{tip_link}' is the base link")
         path = []
-        for joint in self._joints_above(tip_link):
+        link = tip_link
+        while link in self.joint_to_child:
+            joint = self.joint_to_child[link]
             path.append(joint)
             if joint.parent == base_link:
                 return path[::-1]
-        raise ChainError(f"no path from base link '{base_link}' down to tip link "
-                         f"'{tip_link}' (is the tip above the base or on another branch?)")
-
-    def _joints_above(self, link: str) -> Iterator[_UrdfJoint]:
-        """Yield the joints from link up to the root of the tree, nearest first."""
-        seen = set()
-        while link in self.joint_to_child and link not in seen:
-            seen.add(link)
-            joint = self.joint_to_child[link]
-            yield joint
             link = joint.parent
-
-
-def _parse_urdf_joint(element: ElementTree.Element) -> _UrdfJoint:
-    """Return the model-relevant fields of a URDF <joint> element."""
-    name = _required(element, 'name', 'joint')
-    what = f"joint '{name}'"
-    joint_type = _required(element, 'type', what)
-    if element.find('mimic') is not None:
-        raise ChainError(f'{what} is a mimic joint, which is not supported')
-    parent, child = (_required(_child(element, tag, what), 'link', f'{what} <{tag}>')
-                     for tag in ('parent', 'child'))
-    origin = element.find('origin')
-    xyz = _urdf_vector(origin, 'xyz', '0 0 0', f'{what} origin')
-    rpy = _urdf_vector(origin, 'rpy', '0 0 0', f'{what} origin')
-    axis = _urdf_vector(element.find('axis'), 'xyz', '1 0 0', f'{what} axis')
-    limit = element.find('limit')
-    lower, upper = -math.inf, math.inf
-    if joint_type == 'revolute':
-        if limit is None:
-            raise ChainError(f'revolute {what} has no <limit>')
-        lower = _urdf_float(limit, 'lower', '0', what)
-        upper = _urdf_float(limit, 'upper', '0', what)
-    velocity = math.inf if limit is None else _urdf_float(limit, 'velocity', 'inf', what)
-    return _UrdfJoint(name, joint_type, parent, child, _Pose(xyz, rotation_from_rpy(rpy)),
-                      axis, lower, upper, velocity)
+        raise ChainError(f"no path from base link '{base_link}' down to {what} "
+                         f"'{tip_link}' (is it above the base or on another branch?)")
 
 
 def _required(element: ElementTree.Element, attribute: str, what: str) -> str:
@@ -737,7 +931,8 @@ def _urdf_vector(element: ElementTree.Element | None, attribute: str, default: s
     return _frozen_vector(values, f'{what} {attribute}')
 
 
-def _urdf_float(element: ElementTree.Element, attribute: str, default: str, what: str) -> float:
+def _urdf_float(element: ElementTree.Element, attribute: str, default: str, what: str,
+                tag: str = 'limit') -> float:
     """Return a number attribute (default when absent) or raise ChainError."""
     text = element.get(attribute, default)
     try:
@@ -745,7 +940,7 @@ def _urdf_float(element: ElementTree.Element, attribute: str, default: str, what
     except ValueError:
         value = math.nan
     if math.isnan(value):
-        raise ChainError(f'{what} <limit {attribute}="{text}"> is not a number')
+        raise ChainError(f'{what} <{tag} {attribute}="{text}"> is not a number')
     return value
 
 
@@ -772,8 +967,16 @@ def _urdf_limit(joint: Joint) -> dict[str, str]:
     if math.isfinite(joint.max_velocity):
         limit.update(effort='0', velocity=_format([joint.max_velocity]))
     elif not joint.continuous:
-        raise ChainError(f"revolute joint '{joint.name}' needs a finite max_velocity for URDF")
+        raise ChainError(f"{joint.kind} joint '{joint.name}' needs a finite max_velocity "
+                         'for URDF')
     return limit
+
+
+def _urdf_joint_type(joint: Joint) -> str:
+    """Return the URDF type of a model joint."""
+    if joint.prismatic:
+        return 'prismatic'
+    return 'continuous' if joint.continuous else 'revolute'
 
 
 def _add_origin(element: ElementTree.Element, pose: _Pose) -> None:
