@@ -434,12 +434,16 @@ class Chain:
                 not letters or set(letters) - set(_AXIS_LETTERS) for letters in segment_axes):
             raise ChainError(f'segment_axes must be a list of axis letter strings such as '
                              f"['z', 'y'] or ['zy'], got {segment_axes!r}")
+        if isinstance(legs, bool) or not isinstance(legs, (int, np.integer)) or legs < 0:
+            raise ChainError(f'legs must be an integer >= 0, got {legs!r}')
+        per_segment = sum(map(len, segment_axes)) / len(segment_axes)
+        if segments * per_segment * max(legs, 1) > MAX_JOINTS:
+            raise ChainError(f'{segments} segments (x {max(legs, 1)} legs) make more than '
+                             f'{MAX_JOINTS} joints, the most a chain may have')
         axes = [segment_axes[i % len(segment_axes)] for i in range(segments)]
         limits = _per_item(joint_limit, sum(len(a) for a in axes), 'joint_limit')
         if not all(v >= 0.0 for v in limits):
             raise ChainError(f'joint_limit must be >= 0 radians (symmetric), got {limits}')
-        if isinstance(legs, bool) or not isinstance(legs, (int, np.integer)) or legs < 0:
-            raise ChainError(f'legs must be an integer >= 0, got {legs!r}')
         if not (math.isfinite(body_radius) and body_radius >= 0.0):
             raise ChainError(f'body_radius must be >= 0 metres, got {body_radius!r}')
         mount = _Pose(_frozen_vector(mount_xyz, 'mount_xyz'), rotation_from_rpy(

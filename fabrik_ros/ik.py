@@ -115,8 +115,14 @@ class _Joint(NamedTuple):
     point: int                  # index of the point at this joint's origin
     rotation: tuple[float, ...]  # (9,) canonical parent frame -> canonical frame at q = 0
     offset: tuple[float, float, float]  # origin in the canonical parent frame
-    lower: float
+    lower: float                # the joint's range (radians or metres) as its coupling allows
     upper: float
+    prismatic: bool             # slides along its axis (metres) instead of turning
+    coordinate: int             # index in q of the independent joint that drives it
+    multiplier: float           # position = multiplier * q[coordinate] + offset (mimic)
+    shift: float
+    decides: bool               # the sweep fits q[coordinate] at this joint (the first
+    #                             of its coupled joints), the others follow
 
 
 class _Effector(NamedTuple):
@@ -130,6 +136,11 @@ class _Effector(NamedTuple):
     along: tuple[float, ...]    # metres, each path point's distance from the anchor, unbent
     anchor: int                 # the point that stays put when the root is pinned
     reach: float                # metres, path length from the anchor: farther is unreachable
+
+
+# A fit: per joint, the points its motion is fitted to, as (first, stop, weight) runs of
+# point indices (points are numbered depth-first, so a joint's downstream points are one run).
+_Fit = tuple[tuple[int, int, float], ...]
 
 
 def _axis_frame(axis: np.ndarray) -> np.ndarray:
@@ -149,108 +160,169 @@ class _Tree:
     """
     The chain compiled for the solver: canonical frames and the point tree.
 
-    Canonical frame of joint j: its URDF frame (after the rotation) times C_j, where C_j's z
-    column is the joint axis; a rotation by q is then Rz(q). Point 0 is the base origin.
+    Canonical frame of joint j: its URDF frame (after its motion) times C_j, where C_j's z
+    column is the joint axis; a rotation by q is then Rz(q), a translation q along z.
+    Point 0 is the base origin; points are numbered depth-first, parents first. A prismatic
+    joint's origin is a point of its own, whose distance to its parent point slides.
+    Building it takes time and memory linear in the number of joints.
     """
 
     def __init__(self, chain: Chain) -> None:
-        canonical = [_axis_frame(joint.axis) for joint in chain.joints]
+        joints = chain.joints
+        canonical = [_axis_frame(joint.axis) for joint in joints]
         identity = np.eye(3)
-        point_of_joint: list[int] = []
+        child_joints: list[list[int]] = [[] for _ in range(len(joints) + 1)]  # -1 last
+        for index, joint in enumerate(joints):
+            child_joints[joint.parent].append(index)
+        child_effectors: list[list[int]] = [[] for _ in range(len(joints) + 1)]
+        for index, effector in enumerate(chain.effectors):
+            child_effectors[effector.parent].append(index)
+        coordinate = chain.coordinate_of_joint.tolist()
+        multiplier = chain.multipliers.tolist()
+        shift = chain.offsets.tolist()
+        deciding: dict[int, int] = {}   # coordinate -> the first joint that moves with it
+        for index, (c, m) in enumerate(zip(coordinate, multiplier)):
+            if m != 0.0:
+                deciding.setdefault(c, index)
+
+        point_of_joint = [0] * len(joints)
+        effector_point = [0] * len(chain.effectors)
         parent_point = [-1]
-        length = [0.0]
-        joints_above: list[tuple[int, ...]] = []   # per joint: itself and its ancestors
-        self.joints: list[_Joint] = []
+        length: list[float] = [0.0]      # metres to the parent point (a bound if sliding)
+        sliding = [False]
+        first_moved = [0] * len(joints)  # per joint, the run of points it moves
+        stop_moved = [0] * len(joints)
         self.root_rigid: set[int] = set()   # points fixed to the base link (no joint between)
-        for joint in chain.joints:
-            up = canonical[joint.parent] if joint.parent >= 0 else identity
+
+        def new_point(parent: int, distance: float, slides: bool) -> int:
+            parent_point.append(parent)
+            length.append(distance)
+            sliding.append(slides)
+            return len(parent_point) - 1
+
+        def add_effectors(joint: int, point: int) -> None:
+            for index in child_effectors[joint]:
+                offset = chain.effectors[index].offset
+                effector_point[index] = new_point(point, float(np.linalg.norm(offset)), False)
+                if joint < 0:
+                    self.root_rigid.add(effector_point[index])
+
+        # Depth-first without recursion: (joint, entering) pairs; leaving closes its run.
+        add_effectors(-1, 0)
+        stack = [(index, True) for index in reversed(child_joints[-1])]
+        while stack:
+            index, entering = stack.pop()
+            if not entering:
+                stop_moved[index] = len(parent_point)
+                continue
+            joint = joints[index]
             above = point_of_joint[joint.parent] if joint.parent >= 0 else 0
             distance = float(np.linalg.norm(joint.origin_xyz))
-            if distance < _COLOCATED:
-                point = above
-            else:
-                point = len(parent_point)
-                parent_point.append(above)
-                length.append(distance)
+            first_moved[index] = len(parent_point)
+            if joint.prismatic:
+                reach = distance + max(abs(joint.lower), abs(joint.upper))
+                point_of_joint[index] = new_point(above, reach, True)
+            elif distance >= _COLOCATED:
+                point_of_joint[index] = new_point(above, distance, False)
                 if joint.parent < 0:
-                    self.root_rigid.add(point)
-            point_of_joint.append(point)
-            ancestors = joints_above[joint.parent] if joint.parent >= 0 else ()
-            joints_above.append(ancestors + (len(joints_above),))
-            rotation = up.T @ joint.origin_rotation @ canonical[len(self.joints)]
-            self.joints.append(_Joint(joint.parent, point, _floats(rotation),
-                                      _floats(up.T @ joint.origin_xyz), joint.lower,
-                                      joint.upper))
+                    self.root_rigid.add(point_of_joint[index])
+                first_moved[index] += 1     # its rotation does not move its own origin
+            else:
+                point_of_joint[index] = above
+            add_effectors(index, point_of_joint[index])
+            stack.append((index, False))
+            stack += [(child, True) for child in reversed(child_joints[index])]
+
+        lower, upper = chain.lower.tolist(), chain.upper.tolist()
+        self.lower, self.upper = lower, upper   # per independent joint
+        self.joints: list[_Joint] = []
+        for index, joint in enumerate(joints):
+            up = canonical[joint.parent] if joint.parent >= 0 else identity
+            c, m, o = coordinate[index], multiplier[index], shift[index]
+            low, high = sorted((m * lower[c] + o, m * upper[c] + o)) if m else (o, o)
+            rotation = up.T @ joint.origin_rotation @ canonical[index]
+            self.joints.append(_Joint(
+                joint.parent, point_of_joint[index], _floats(rotation),
+                _floats(up.T @ joint.origin_xyz), low, high, joint.prismatic, c, m, o,
+                deciding.get(c) == index))
         self.effectors: list[_Effector] = []
-        for effector in chain.effectors:
+        for index, effector in enumerate(chain.effectors):
             up = canonical[effector.parent] if effector.parent >= 0 else identity
-            point = len(parent_point)
-            if effector.parent < 0:
-                self.root_rigid.add(point)
-            parent_point.append(point_of_joint[effector.parent] if effector.parent >= 0 else 0)
-            length.append(float(np.linalg.norm(effector.offset)))
-            joints = joints_above[effector.parent] if effector.parent >= 0 else ()
-            anchor = point_of_joint[joints[0]] if joints else 0
-            path = [point] if joints else []    # on the base link nothing moves it
+            point = effector_point[index]
+            movers = []
+            joint = effector.parent
+            while joint >= 0:
+                movers.append(joint)
+                joint = joints[joint].parent
+            movers.reverse()
+            anchor = 0
+            if movers:
+                anchor = point_of_joint[movers[0]]
+                if joints[movers[0]].prismatic:   # its own point slides: anchor above it
+                    anchor = parent_point[anchor]
+            path = [point] if movers else []    # on the base link nothing moves it
             while path and parent_point[path[-1]] != anchor:
                 path.append(parent_point[path[-1]])
             along = np.cumsum([length[k] for k in reversed(path)])[::-1]
             self.effectors.append(_Effector(
-                effector.parent, point, _floats(up.T @ effector.offset), joints,
+                effector.parent, point, _floats(up.T @ effector.offset), tuple(movers),
                 tuple(path), tuple(along.tolist()), anchor, float(along[0]) if path else 0.0))
         self.effector_links = [(e.parent, e.point, e.offset) for e in self.effectors]
         self.n_points = len(parent_point)
-        self.children: list[list[tuple[int, float]]] = [[] for _ in parent_point]
+        # Per point its children and their distance (None: it slides, measure it).
+        self.children: list[list[tuple[int, float | None]]] = [[] for _ in parent_point]
         for point in range(1, self.n_points):
-            self.children[parent_point[point]].append((point, length[point]))
+            self.children[parent_point[point]].append(
+                (point, None if sliding[point] else length[point]))
         # Joint points (not the root, not effectors), children before parents.
-        effector_points = {effector.point for effector in self.effectors}
+        effector_points = set(effector_point)
         self.inner_points = [k for k in range(self.n_points - 1, 0, -1)
                              if k not in effector_points]
-        # Per joint, (point, weight) of the downstream points its angle is fitted to.
+        # Per joint, the downstream points its motion is fitted to (see _Fit).
         # whole_fit: the whole downstream chain, the better compromise when the FABRIK points
         # are not a pose the joints can take exactly (reachable targets).
         # next_fit: essentially the next points, the classic FABRIK forward pass; exact and
         # fast when they are (a chain laid straight toward an out-of-reach target). Farther
-        # points keep a small weight to decide joints whose next point lies on their axis.
-        moved_by = self._moved_by(point_of_joint, joints_above)
-        self.whole_fit: list[tuple[tuple[int, float], ...]] = []
-        self.next_fit: list[tuple[tuple[int, float], ...]] = []
+        # points keep a small weight to decide joints whose next point lies on their axis
+        # (the fit is linear in the weights, so the next points' runs add up to weight 1).
+        self.whole_fit: list[_Fit] = []
+        self.next_fit: list[_Fit] = []
         for index, joint in enumerate(self.joints):
-            points = [k for k, movers in enumerate(moved_by) if index in movers]
-            self.whole_fit.append(tuple((k, 1.0) for k in points))
-            self.next_fit.append(tuple(
-                (k, 1.0 if parent_point[k] == joint.point else _FAR_WEIGHT) for k in points))
+            first, stop = first_moved[index], stop_moved[index]
+            if first >= stop:
+                self.whole_fit.append(())
+                self.next_fit.append(())
+                continue
+            self.whole_fit.append(((first, stop, 1.0),))
+            self.next_fit.append(((first, stop, _FAR_WEIGHT),) + tuple(
+                (k, k + 1, 1.0 - _FAR_WEIGHT) for k, _ in self.children[joint.point]
+                if first <= k < stop))
 
-    def _moved_by(self, point_of_joint: list[int],
-                  joints_above: list[tuple[int, ...]]) -> list[set[int]]:
-        """Return per point the joints whose rotation moves it."""
-        moved_by: list[set[int]] = [set() for _ in range(self.n_points)]
-        for index, point in enumerate(point_of_joint):
-            moved_by[point] = {j for j in joints_above[index] if point_of_joint[j] != point}
-        for effector in self.effectors:
-            moved_by[effector.point] = set(effector.joints)
-        return moved_by
+    @staticmethod
+    def fit_points(fit: _Fit) -> list[int]:
+        """Return the points of a fit."""
+        return [k for first, stop, _ in fit for k in range(first, stop)]
 
     def sweep(self, q: list[float], base: tuple[float, float, float],
               desired: list[tuple[float, float, float]] | None = None,
               old: _State | None = None,
-              fits: list[tuple[tuple[int, float], ...]] | None = None) -> _State:
+              fits: list[_Fit] | None = None) -> _State:
         """
-        Run forward kinematics root to tips; with `desired` points, choose angles on the way.
+        Run forward kinematics root to tips; with `desired` points, choose q on the way.
 
-        Without `desired` this is plain FK of q (radians) from the root point `base`
-        (metres). With it, `old` (the state the desired points were made from) and `fits`
-        (per joint, weighted points, see whole_fit), each joint takes the in-limit angle
-        that best rotates its fit points, rigid below it as in `old`, onto their desired
-        points: FABRIK's root-to-tip pass.
+        Without `desired` this is plain FK of q (the independent joints, radians or metres)
+        from the root point `base` (metres). With it, `old` (the state the desired points
+        were made from) and `fits` (per joint, see whole_fit), each deciding joint takes the
+        in-limit angle (or slide) that best moves its fit points, rigid below it as in
+        `old`, onto their desired points: FABRIK's root-to-tip pass. Mimic joints follow.
         """
         q = list(q)
         old_frames, old_points = (old.frames, old.points) if old is not None else ((), ())
         # One frame per joint, then the base's at index -1 (parent -1).
-        frames: list[tuple[float, ...]] = [_IDENTITY + base] * (len(q) + 1)
+        frames: list[tuple[float, ...]] = [_IDENTITY + base] * (len(self.joints) + 1)
         points = [base] * self.n_points
-        for index, (parent, point, b, t, lower, upper) in enumerate(self.joints):
+        for index, (parent, point, b, t, lower, upper, prismatic, coordinate, multiplier,
+                    shift, decides) in enumerate(self.joints):
             k0, k1, k2, k3, k4, k5, k6, k7, k8, px, py, pz = frames[parent]
             tx, ty, tz = t
             px, py, pz = (px + k0 * tx + k1 * ty + k2 * tz, py + k3 * tx + k4 * ty + k5 * tz,
@@ -262,11 +334,26 @@ class _Tree:
                 k3 * b2 + k4 * b5 + k5 * b8
             h6, h7, h8 = k6 * b0 + k7 * b3 + k8 * b6, k6 * b1 + k7 * b4 + k8 * b7, \
                 k6 * b2 + k7 * b5 + k8 * b8
-            angle = q[index]
-            if desired is not None:
-                angle = _fit_angle(angle, lower, upper, (h0, h3, h6, h1, h4, h7), (px, py, pz),
-                                   old_frames[index], old_points, desired, fits[index])
-                q[index] = angle
+            angle = multiplier * q[coordinate] + shift
+            if desired is not None and decides:
+                if prismatic:
+                    angle = _fit_slide(angle, lower, upper, (h2, h5, h8), (px, py, pz),
+                                       old_frames[index], old_points, desired, fits[index])
+                else:
+                    angle = _fit_angle(angle, lower, upper, (h0, h3, h6, h1, h4, h7),
+                                       (px, py, pz), old_frames[index], old_points, desired,
+                                       fits[index])
+                if multiplier == 1.0 and shift == 0.0:
+                    q[coordinate] = angle
+                else:   # a mimic leader: its q, in its limits, then exactly what follows
+                    q[coordinate] = min(max((angle - shift) / multiplier,
+                                            self.lower[coordinate]), self.upper[coordinate])
+                    angle = multiplier * q[coordinate] + shift
+            if prismatic:   # angle is a slide along the axis, metres
+                px, py, pz = px + angle * h2, py + angle * h5, pz + angle * h8
+                frames[index] = (h0, h1, h2, h3, h4, h5, h6, h7, h8, px, py, pz)
+                points[point] = (px, py, pz)
+                continue
             c, s = math.cos(angle), math.sin(angle)
             frames[index] = (c * h0 + s * h1, c * h1 - s * h0, h2, c * h3 + s * h4,
                              c * h4 - s * h3, h5, c * h6 + s * h7, c * h7 - s * h6, h8,
@@ -335,6 +422,8 @@ class _Tree:
                 cx, cy, cz = desired[child]
                 dx, dy, dz = ax - cx, ay - cy, az - cz
                 distance = math.sqrt(dx * dx + dy * dy + dz * dz)
+                if length is None:  # a prismatic joint: keep the length it has
+                    length = math.dist(points[point], points[child])
                 scale = length / distance if distance > 0.0 else 0.0
                 sx += cx + scale * dx
                 sy += cy + scale * dy
@@ -354,6 +443,8 @@ class _Tree:
                     continue
                 dx, dy, dz = bx - cx, by - cy, bz - cz
                 distance = math.sqrt(dx * dx + dy * dy + dz * dz)
+                if length is None:
+                    length = math.dist(base, points[child])
                 scale = length / distance if distance > 0.0 else 0.0
                 sx, sy, sz = sx + cx + scale * dx, sy + cy + scale * dy, sz + cz + scale * dz
             count = len(children)
@@ -362,23 +453,32 @@ class _Tree:
 
     def jacobian(self, state: _State, free_root: bool) -> list[list[float]]:
         """
-        Return the position Jacobian rows (3 per effector) in metres per radian.
+        Return the position Jacobian rows (3 per effector), metres per radian (or metre).
 
-        Columns: the n joints, then the root's x, y, z when it is free.
+        Columns: the n independent joints (a mimic joint adds its column, times its
+        multiplier, to its leader's), then the root's x, y, z when it is free.
         """
-        n = len(self.joints)
+        n = len(state.q)
         width = n + 3 if free_root else n
         rows = []
+        joints = self.joints
         for effector in self.effectors:
             ex, ey, ez = state.points[effector.point]
             row_x, row_y, row_z = [0.0] * width, [0.0] * width, [0.0] * width
             for j in effector.joints:
                 frame = state.frames[j]
                 ax, ay, az = frame[2], frame[5], frame[8]
+                joint = joints[j]
+                c, m = joint.coordinate, joint.multiplier
+                if joint.prismatic:
+                    row_x[c] += m * ax
+                    row_y[c] += m * ay
+                    row_z[c] += m * az
+                    continue
                 lx, ly, lz = ex - frame[9], ey - frame[10], ez - frame[11]
-                row_x[j] = ay * lz - az * ly
-                row_y[j] = az * lx - ax * lz
-                row_z[j] = ax * ly - ay * lx
+                row_x[c] += m * (ay * lz - az * ly)
+                row_y[c] += m * (az * lx - ax * lz)
+                row_z[c] += m * (ax * ly - ay * lx)
             if free_root:
                 row_x[n], row_y[n + 1], row_z[n + 2] = 1.0, 1.0, 1.0
             rows += [row_x, row_y, row_z]
@@ -389,7 +489,7 @@ def _fit_angle(current: float, lower: float, upper: float, columns: tuple[float,
                origin: tuple[float, float, float], old_frame: tuple[float, ...],
                old_points: list[tuple[float, float, float]],
                desired: list[tuple[float, float, float]],
-               fit_points: tuple[tuple[int, float], ...]) -> float:
+               fit: _Fit) -> float:
     """
     Return the in-limit angle that best rotates the fit points onto their desired points.
 
@@ -404,22 +504,52 @@ def _fit_angle(current: float, lower: float, upper: float, columns: tuple[float,
     px, py, pz = origin
     k0, k1, _, k3, k4, _, k6, k7, _, ox, oy, oz = old_frame
     num = den = 0.0
-    for point, weight in fit_points:
-        vx, vy, vz = old_points[point]
-        vx, vy, vz = vx - ox, vy - oy, vz - oz
-        gx = k0 * vx + k3 * vy + k6 * vz
-        gy = k1 * vx + k4 * vy + k7 * vz
-        dx, dy, dz = desired[point]
-        dx, dy, dz = dx - px, dy - py, dz - pz
-        wx = weight * (hx0 * dx + hx1 * dy + hx2 * dz)
-        wy = weight * (hy0 * dx + hy1 * dy + hy2 * dz)
-        num += gx * wy - gy * wx
-        den += gx * wx + gy * wy
+    for first, stop, weight in fit:
+        for point in range(first, stop):
+            vx, vy, vz = old_points[point]
+            vx, vy, vz = vx - ox, vy - oy, vz - oz
+            gx = k0 * vx + k3 * vy + k6 * vz
+            gy = k1 * vx + k4 * vy + k7 * vz
+            dx, dy, dz = desired[point]
+            dx, dy, dz = dx - px, dy - py, dz - pz
+            wx = weight * (hx0 * dx + hx1 * dy + hx2 * dz)
+            wy = weight * (hy0 * dx + hy1 * dy + hy2 * dz)
+            num += gx * wy - gy * wx
+            den += gx * wx + gy * wy
     if num * num + den * den <= _ON_AXIS * _ON_AXIS:
         return current
     best = math.atan2(num, den)
     angle = current + math.remainder(best - current, _TWO_PI)
     return angle if lower <= angle <= upper else _limited_angle(best, current, lower, upper)
+
+
+def _fit_slide(current: float, lower: float, upper: float, axis: tuple[float, float, float],
+               origin: tuple[float, float, float], old_frame: tuple[float, ...],
+               old_points: list[tuple[float, float, float]],
+               desired: list[tuple[float, float, float]], fit: _Fit) -> float:
+    """
+    Return the in-limit slide (metres) that best translates the fit points onto their goals.
+
+    axis: the prismatic joint's unit axis and origin: its origin at slide 0 (new upstream
+    joints); old_frame: its frame and origin in the state the points come from. Each
+    point's coordinates g in the old frame are rigid below the joint; at slide d it sits at
+    origin + d a + H g, with H's z column a. The weighted least-squares d is the mean of
+    a . (desired - origin) - g_z, clamped to the limits (the objective is a parabola).
+    """
+    ax, ay, az = axis
+    px, py, pz = origin
+    _, _, k2, _, _, k5, _, _, k8, ox, oy, oz = old_frame
+    total = weights = 0.0
+    for first, stop, weight in fit:
+        for point in range(first, stop):
+            vx, vy, vz = old_points[point]
+            dx, dy, dz = desired[point]
+            total += weight * (ax * (dx - px) + ay * (dy - py) + az * (dz - pz)
+                               - (k2 * (vx - ox) + k5 * (vy - oy) + k8 * (vz - oz)))
+            weights += weight
+    if weights == 0.0:
+        return current
+    return min(max(total / weights, lower), upper)
 
 
 def _limited_angle(best: float, current: float, lower: float, upper: float) -> float:
@@ -636,7 +766,8 @@ class IkSolver:
                           else ({}, 0.0))
         fits = self._fits
         if stretch:
-            fits = [next_fit if all(point in stretch for point, _ in whole_fit) else fit
+            fits = [next_fit if all(point in stretch for point in tree.fit_points(whole_fit))
+                    else fit
                     for fit, whole_fit, next_fit in zip(fits, tree.whole_fit, tree.next_fit)]
         solve = _Solve(self, goals, floor, stretch, fits, free_root, trace)
         solve.attempt(start)
@@ -712,7 +843,7 @@ class _Solve:
 
     def __init__(self, solver: IkSolver, goals: list[tuple[float, float, float]],
                  floor: float, stretch: dict[int, tuple[float, float, float]],
-                 fits: list[tuple[tuple[int, float], ...]], free_root: bool,
+                 fits: list[_Fit], free_root: bool,
                  trace: bool) -> None:
         self.solver = solver
         self.tree = solver._tree
