@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 import math
+import re
 from typing import Iterable, NamedTuple, Sequence
 import xml.etree.ElementTree as ElementTree
 
@@ -151,7 +152,7 @@ class Joint:
         if lower > upper:
             raise ChainError(f'{what} has lower limit {lower} > upper limit {upper}')
         if self.kind not in JOINT_KINDS:
-            raise ChainError(f"{what} has kind {self.kind!r}, expected one of {JOINT_KINDS}")
+            raise ChainError(f'{what} has kind {self.kind!r}, expected one of {JOINT_KINDS}')
         if self.kind == 'prismatic' and not (math.isfinite(lower) and math.isfinite(upper)):
             raise ChainError(f'prismatic {what} needs finite limits, got [{lower}, {upper}]')
         if self.mimic is not None:
@@ -349,7 +350,7 @@ class Chain:
                     raise ChainError(f'mimic {urdf_joint.what} follows unknown joint '
                                      f"'{mimic.joint}'")
                 paths.append(robot.path(base_link, leader.child,
-                                        f'the link moved by {urdf_joint.what}\'s leader'))
+                                        f"the link moved by {urdf_joint.what}'s leader"))
                 used.update(joint.name for joint in paths[-1])
         movable = sum(robot.joints[name].kind != 'fixed' for name in used)
         if movable > MAX_JOINTS:
@@ -828,8 +829,8 @@ class _UrdfJoint:
                 raise ChainError(f'{self.kind} {self.what} has no <limit>')
             lower = _urdf_float(limit, 'lower', '0', self.what)
             upper = _urdf_float(limit, 'upper', '0', self.what)
-        velocity = math.inf if limit is None else _urdf_float(limit, 'velocity', 'inf',
-                                                               self.what)
+        velocity = (math.inf if limit is None
+                    else _urdf_float(limit, 'velocity', 'inf', self.what))
         return Joint(self.name, parent, origin.xyz, origin.rotation, axis, lower, upper,
                      velocity, self.child, kind, self.mimic())
 
@@ -840,7 +841,7 @@ class _UrdfRobot:
     def __init__(self, urdf_xml: str) -> None:
         """Parse the XML; raise ChainError on malformed XML or a tree that is not one."""
         try:
-            root = ElementTree.fromstring(urdf_xml)
+            root = ElementTree.fromstring(_declare_prefixes(urdf_xml))
         except ElementTree.ParseError as error:
             raise ChainError(f'malformed URDF XML: {error}') from None
         if root.tag != 'robot':
@@ -904,6 +905,25 @@ class _UrdfRobot:
             link = joint.parent
         raise ChainError(f"no path from base link '{base_link}' down to {what} "
                          f"'{tip_link}' (is it above the base or on another branch?)")
+
+
+def _declare_prefixes(urdf_xml: str) -> str:
+    """
+    Return the document with its undeclared namespace prefixes declared on <robot>.
+
+    Descriptions often carry tool-specific attributes such as drake:acceleration without
+    declaring the prefix; URDF parsers (urdfdom) read them anyway, and so does this one.
+    """
+    match = re.search(r'<robot\b', urdf_xml)
+    if match is None:
+        return urdf_xml
+    used = set(re.findall(r'[<\s/]([A-Za-z_][\w.-]*):[A-Za-z_][\w.-]*', urdf_xml))
+    declared = set(re.findall(r'xmlns:([A-Za-z_][\w.-]*)\s*=', urdf_xml))
+    missing = sorted(used - declared - {'xmlns', 'xml'})
+    if not missing:
+        return urdf_xml
+    declarations = ''.join(f' xmlns:{prefix}="urn:undeclared:{prefix}"' for prefix in missing)
+    return urdf_xml[:match.end()] + declarations + urdf_xml[match.end():]
 
 
 def _required(element: ElementTree.Element, attribute: str, what: str) -> str:

@@ -413,11 +413,11 @@ class _Tree:
         for point, position in stretch.items():
             desired[point] = position
         for point in self.inner_points:
-            if point in stretch:
+            children = self.children[point]
+            if point in stretch or not children:    # nothing below it: it stays
                 continue
             ax, ay, az = points[point]
             sx = sy = sz = 0.0
-            children = self.children[point]
             for child, length in children:
                 cx, cy, cz = desired[child]
                 dx, dy, dz = ax - cx, ay - cy, az - cz
