@@ -53,6 +53,12 @@ ROBOTS: dict[str, Callable[[], Chain]] = {
                                               REPO),
     'offset_arm': lambda: Chain.from_urdf((REPO / 'urdf' / 'offset_arm.urdf').read_text(),
                                           'base_link', 'tool0'),
+    # A prismatic axis (issue 10): a 4-joint arm on a linear rail, its gripper ignored.
+    'rail_arm': lambda: Chain.from_urdf((REPO / 'urdf' / 'rail_arm.urdf').read_text(),
+                                        'base_link', 'tool0'),
+    # Coupled joints (issue 10): a finger whose three flexion joints share one tendon.
+    'finger': lambda: Chain.from_urdf((REPO / 'urdf' / 'finger.urdf').read_text(), 'palm',
+                                      'fingertip'),
 }
 
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -507,6 +507,13 @@ class Chain:
             return q.copy()
         return self.multipliers * q[self.coordinate_of_joint] + self.offsets
 
+    def expand_velocity(self, velocity: object) -> np.ndarray:
+        """Return every joint's velocity (order all_joint_names) from the independent ones."""
+        velocity = self._joint_vector(velocity)
+        if not self.coupled:
+            return velocity.copy()
+        return self.multipliers * velocity[self.coordinate_of_joint]
+
     def _ancestor_mask(self) -> np.ndarray:
         """Return (m, n) bool: True where joint j lies on the path from the base to effector e."""
         mask = np.zeros((len(self.effectors), len(self.joints)), dtype=bool)

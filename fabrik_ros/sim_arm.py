@@ -5,9 +5,10 @@ Try it (next to an ik_node that publishes its commands on joint_commands):
     ros2 run fabrik_ros sim_arm --ros-args --params-file config/arm.yaml
     ros2 topic echo joint_states
 
-Topics: ``joint_commands`` (sensor_msgs/JointState, in) holds desired positions, matched
-by joint name, so partial and reordered commands work; ``joint_states``
-(sensor_msgs/JointState, out) holds the measured positions and velocities of every joint.
+Topics: ``joint_commands`` (sensor_msgs/JointState, in) holds desired positions of the
+independent joints, matched by joint name, so partial and reordered commands work;
+``joint_states`` (sensor_msgs/JointState, out) holds the measured positions and velocities
+of every joint, mimic joints included (robot_state_publisher needs them).
 The chain (names, limits, velocity limits) comes from the same parameters as ik_node's.
 Each joint moves like a drive with velocity and acceleration limits (fabrik_ros.motion):
 a far or sudden command never makes it jump.
@@ -73,6 +74,7 @@ class SimArm(Node):
         if chain is None:
             raise ChainError('sim_arm needs the chain in its parameters '
                              '(robot_description_file or chain.*)')
+        self._chain = chain
         self._names = list(chain.joint_names)
         self._index = {name: index for index, name in enumerate(self._names)}
         limits = MotionLimits.for_chain(
@@ -120,9 +122,9 @@ class SimArm(Node):
         self._limiter.step(self._target, self._dt)
         msg = JointState()
         msg.header.stamp = self.get_clock().now().to_msg()
-        msg.name = self._names
-        msg.position = self._limiter.position.tolist()
-        msg.velocity = self._limiter.velocity.tolist()
+        msg.name = self._chain.all_joint_names
+        msg.position = self._chain.expand(self._limiter.position).tolist()
+        msg.velocity = self._chain.expand_velocity(self._limiter.velocity).tolist()
         self._state_pub.publish(msg)
 
 

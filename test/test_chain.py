@@ -4,7 +4,8 @@ import math
 from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 
-from fabrik_ros.chain import (Chain, ChainError, Effector, Joint, rotation_about_axis,
+from fabrik_ros.chain import (Chain, ChainError, Effector, Joint, MAX_JOINTS, Mimic,
+                              rotation_about_axis,
                               rotation_from_rpy, rpy_from_rotation)
 from hypothesis import assume, given, settings, strategies as st
 import numpy as np
@@ -655,3 +656,55 @@ class TestModelValidation:
             Chain('base', [], [Effector('tip', -1, [0.1, 0, 0])])
         with pytest.raises(ChainError, match='no effectors'):
             Chain('base', [Joint('j1', -1, np.zeros(3), np.eye(3), Z)], [])
+
+
+class TestPrismaticAndMimic:
+    """Prismatic joints slide in metres; mimic joints follow their leader."""
+
+    def rail(self) -> Chain:
+        """Return a rail along x carrying a pitch hinge, with a follower hinge after it."""
+        return Chain('base', [
+            Joint('rail', -1, [0, 0, 0.1], np.eye(3), X, -0.5, 0.5, 0.3, kind='prismatic'),
+            Joint('hinge', 0, [0, 0, 0.2], np.eye(3), Y, -2, 2, 1.0),
+            Joint('follower', 1, [0.3, 0, 0], np.eye(3), Y, -1, 1, 1.0,
+                  mimic=Mimic('hinge', 0.5, 0.2))],
+            [Effector('tip', 2, [0.1, 0, 0])])
+
+    def test_the_joint_vector_holds_the_independent_joints(self):
+        chain = self.rail()
+        assert (chain.joint_names, chain.all_joint_names) == (
+            ['rail', 'hinge'], ['rail', 'hinge', 'follower'])
+        # follower = 0.5 hinge + 0.2 in [-1, 1]: the hinge may go to 1.6, not 2.
+        np.testing.assert_allclose(chain.upper, [0.5, 1.6])
+        np.testing.assert_allclose(chain.max_velocity, [0.3, 1.0])
+        np.testing.assert_allclose(chain.expand([0.1, 0.4]), [0.1, 0.4, 0.4])
+        np.testing.assert_allclose(chain.expand_velocity([0.1, 0.4]), [0.1, 0.4, 0.2])
+
+    def test_a_slide_translates_everything_after_it(self):
+        chain = self.rail()
+        np.testing.assert_allclose(chain.tip_position([0.25, -0.2 / 0.5 + 0.0]),
+                                   chain.tip_position([0.0, -0.4]) + [0.25, 0, 0])
+
+    def test_jacobian_columns_match_finite_differences(self):
+        chain = self.rail()
+        q = np.array([0.1, 0.7])
+        jacobian = chain.position_jacobian(chain.forward(q))[0]
+        step = 1e-6
+        numeric = np.array([(chain.tip_position(q + step * e) - chain.tip_position(q - step * e))
+                            / (2 * step) for e in np.eye(2)]).T
+        np.testing.assert_allclose(jacobian, numeric, atol=1e-8)
+
+    def test_written_urdf_keeps_kinds_and_mimics(self):
+        chain = self.rail()
+        copy = Chain.from_urdf(chain.to_urdf('r'), 'base', 'tip')
+        assert [j.kind for j in copy.joints] == ['prismatic', 'revolute', 'revolute']
+        assert copy.joints[2].mimic == Mimic('hinge', 0.5, 0.2)
+
+    def test_mimic_of_a_joint_outside_the_chain_is_refused(self):
+        with pytest.raises(ChainError, match="mimic joint 'a' follows 'ghost', which is not"):
+            Chain('base', [Joint('a', -1, [0, 0, 0], np.eye(3), Z, -1, 1, 1.0,
+                                 mimic=Mimic('ghost'))], [Effector('tip', 0, [1, 0, 0])])
+
+    def test_absurd_sizes_are_refused_at_once(self):
+        with pytest.raises(ChainError, match=f'more than {MAX_JOINTS} joints'):
+            Chain.from_parameters(100000, 0.1)
