@@ -32,10 +32,11 @@ The module imports numpy and the standard library only. Units: metres, radians.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 import math
 from operator import mul
+import time
 from typing import NamedTuple
 
 from fabrik_ros.chain import Chain
@@ -60,13 +61,24 @@ _DAMPING_FLOOR = 1e-12  # m^2: keeps J J^T + damping I invertible in floating po
 # stalled: 1 um at the default tolerance, 10 um more per metre an unreachable target is away.
 _STALL = 1e-2
 _STALL_RELATIVE = 1e-5
+# While exploring seeds, a closing step gaining less than this fraction of the excess has
+# stalled too: past it the error creeps down linearly (a target behind a limit, not a
+# reachable one, where the steps converge quadratically). Only the best pose is then
+# polished to the strict stall above, once.
+_EXPLORE_STALL = 1e-2
+_CONFIRM_STALL = 0.1    # ... and this fraction once a restart is back at the best residual
 _LIMIT_MARGIN = 0.3     # radians: closer to a limit, a joint's closing steps are scaled down
 _LIMIT_WEIGHT_MIN = 0.05  # ... but never below this, so it can still reach the limit
 _LIMIT_PUSH = 0.2       # a solve's first closing step undoes this much of a joint's intrusion
 #                         into that margin, in the null space of the targets (no error)
 _NUDGE = 0.1            # radians: how far a retry out of reach turns each joint
 _RESTART_SEED = 20111   # fixed, so solves are reproducible
-_RESTART_ERROR = 10.0   # tolerances: default restart_error
+_RESTART_ERROR = 10.0   # tolerances: default restart_error ...
+_RESTART_ERROR_REACH = 1e-3  # ... but at most this fraction of the reach (small robots)
+_AGREE = 1e-3           # of the reach (at least one tolerance): restarts ending this close
+#                         to the best error found the same residual; closer by more is progress
+_UNREACHABLE_AFTER = 2  # default unreachable_after: restarts confirming the best residual
+HELD_WEIGHT = 1e4       # default weight of an effector without a target: it holds
 
 
 @dataclass
@@ -77,9 +89,11 @@ class IkResult:
     q: (n,) radians, always within the joint limits. effector_positions: (m, 3) metres in
     the base frame, FK(q) (with base_position added for a free root). errors: (m,) metres
     from each effector to its target, NaN where it had none; error: their maximum.
-    history: the error (root-sum-square over effectors with a target or a held pose,
-    metres) of the best pose so far after the seed and after each iteration, so it never
-    grows; trace: the matching joint vectors when solve(..., trace=True), else None.
+    history: the weighted error sqrt(sum w_i d_i^2) over effectors with a target or a held
+    pose (d_i metres, w_i their weights, see IkSolver) of the best pose so far after the
+    seed and after each iteration, so it never grows; trace: the matching joint vectors
+    when solve(..., trace=True), else None. timed_out: the time budget ended the solve
+    (the answer is the best pose found until then).
     """
 
     q: np.ndarray
@@ -96,6 +110,7 @@ class IkResult:
     fabrik_error: float = 0.0       # metres, after the first attempt's FABRIK stage
     history: list[float] = field(default_factory=list)
     trace: list[np.ndarray] | None = None
+    timed_out: bool = False
 
 
 class _State(NamedTuple):
@@ -367,26 +382,26 @@ class _Tree:
         return _State(q, base, frames, points)
 
     def stretched(self, targets: list[tuple[float, float, float] | None], state: _State,
-                  tolerance: float) -> tuple[dict[int, tuple[float, float, float]], float]:
+                  tolerance: float) -> tuple[dict[int, tuple[float, float, float]], list[float]]:
         """
         Return where the points of out-of-reach targets go, and the summed shortfall.
 
         FABRIK's rule for a target beyond the reach of its effector (by more than the
         tolerance, metres): lay the path from the anchor (pinned) straight toward the
         target. Returns point -> desired position (averaged where paths share a point), and
-        the root-sum-square of the distances (metres) by which targets lie beyond reach: a
-        lower bound of the solver's error.
+        per effector the distance (metres) by which its target lies beyond its reach: a
+        lower bound of its distance to the target (0 within reach or without a target).
         """
         sums: dict[int, tuple[float, float, float, int]] = {}
-        beyond = 0.0
-        for target, effector in zip(targets, self.effectors):
+        beyond = [0.0] * len(self.effectors)
+        for index, (target, effector) in enumerate(zip(targets, self.effectors)):
             if target is None or not effector.path:
                 continue
             ax, ay, az = state.points[effector.anchor]
             distance = math.dist(target, (ax, ay, az))
             if distance <= effector.reach + tolerance:
                 continue
-            beyond += (distance - effector.reach) ** 2
+            beyond[index] = distance - effector.reach
             ux, uy, uz = ((t - a) / distance for t, a in zip(target, (ax, ay, az)))
             for point, along in zip(effector.path, effector.along):
                 sx, sy, sz, count = sums.get(point, (0.0, 0.0, 0.0, 0))
@@ -394,17 +409,29 @@ class _Tree:
                                sz + az + along * uz, count + 1)
         stretch = {point: (sx / count, sy / count, sz / count)
                    for point, (sx, sy, sz, count) in sums.items()}
-        return stretch, math.sqrt(beyond)
+        return stretch, beyond
+
+    def subtree_weights(self, weights: list[float]) -> list[float]:
+        """Return per point the summed weight of the effectors at or below it."""
+        totals = [0.0] * self.n_points
+        for effector, weight in zip(self.effectors, weights):
+            totals[effector.point] = weight
+        for point in self.inner_points + [0]:
+            totals[point] += sum(totals[child] for child, _ in self.children[point])
+        return totals
 
     def reach_back(self, state: _State, goals: list[tuple[float, float, float]],
-                   stretch: dict[int, tuple[float, float, float]], free_root: bool
-                   ) -> tuple[list[tuple[float, float, float]], tuple[float, float, float]]:
+                   stretch: dict[int, tuple[float, float, float]], free_root: bool,
+                   weights: list[float]) -> tuple[list[tuple[float, float, float]],
+                                                  tuple[float, float, float]]:
         """
         Run FABRIK's tip-to-root pass; return the desired points and the root position.
 
         goals: per effector, metres. stretch: fixed desired points for targets out of
-        reach (see stretched()). A pinned root stays; a free root follows its children
-        like the end of a rope.
+        reach (see stretched()). weights: per point, see subtree_weights(): a sub-base goes
+        to the weighted centroid of its branches' proposals, each branch weighing what its
+        effectors weigh. A pinned root stays; a free root follows its children like the
+        end of a rope.
         """
         points = state.points
         desired = list(points)
@@ -417,38 +444,43 @@ class _Tree:
             if point in stretch or not children:    # nothing below it: it stays
                 continue
             ax, ay, az = points[point]
-            sx = sy = sz = 0.0
+            sx = sy = sz = total = 0.0
             for child, length in children:
                 cx, cy, cz = desired[child]
                 dx, dy, dz = ax - cx, ay - cy, az - cz
                 distance = math.sqrt(dx * dx + dy * dy + dz * dz)
                 if length is None:  # a prismatic joint: keep the length it has
                     length = math.dist(points[point], points[child])
-                scale = length / distance if distance > 0.0 else 0.0
-                sx += cx + scale * dx
-                sy += cy + scale * dy
-                sz += cz + scale * dz
-            count = len(children)
-            desired[point] = (sx / count, sy / count, sz / count)
+                weight = weights[child]
+                scale = weight * length / distance if distance > 0.0 else 0.0
+                sx += weight * cx + scale * dx
+                sy += weight * cy + scale * dy
+                sz += weight * cz + scale * dz
+                total += weight
+            desired[point] = (sx / total, sy / total, sz / total)
         base = state.base
         if free_root:
             bx, by, bz = base
-            sx = sy = sz = 0.0
-            children = self.children[0]
-            for child, length in children:
+            sx = sy = sz = total = 0.0
+            for child, length in self.children[0]:
                 cx, cy, cz = desired[child]
+                weight = weights[child]
+                total += weight
                 if child in self.root_rigid:    # hangs rigidly: the root translates with it
                     ox, oy, oz = points[child]
-                    sx, sy, sz = sx + bx + cx - ox, sy + by + cy - oy, sz + bz + cz - oz
+                    sx += weight * (bx + cx - ox)
+                    sy += weight * (by + cy - oy)
+                    sz += weight * (bz + cz - oz)
                     continue
                 dx, dy, dz = bx - cx, by - cy, bz - cz
                 distance = math.sqrt(dx * dx + dy * dy + dz * dz)
                 if length is None:
                     length = math.dist(base, points[child])
-                scale = length / distance if distance > 0.0 else 0.0
-                sx, sy, sz = sx + cx + scale * dx, sy + cy + scale * dy, sz + cz + scale * dz
-            count = len(children)
-            base = (sx / count, sy / count, sz / count)
+                scale = weight * length / distance if distance > 0.0 else 0.0
+                sx += weight * cx + scale * dx
+                sy += weight * cy + scale * dy
+                sz += weight * cz + scale * dz
+            base = (sx / total, sy / total, sz / total)
         return desired, base
 
     def jacobian(self, state: _State, free_root: bool) -> list[list[float]]:
@@ -627,7 +659,11 @@ class IkSolver:
     FABRIK inverse kinematics for a Chain: one or several effectors, pinned or free root.
 
     tolerance: metres; a solve stops when every effector with a target (or a held pose) is
-    this close. max_iterations: FABRIK iterations plus closing steps per attempt.
+    this close. max_iterations: FABRIK iterations plus closing steps of the whole solve,
+    all attempts together. timeout: seconds, the solve's time budget (like MoveIt's
+    kinematics_solver_timeout), None for none; when it runs out the best pose found is
+    returned (result.timed_out). clock: the time source in seconds (time.perf_counter;
+    tests pass their own).
     root: 'pinned' (the base stays) or 'free' (the base slides toward the targets like the
     end of a rope; result.base_position says where it went).
     fit: which downstream points a joint's angle brings onto the FABRIK points for a
@@ -638,17 +674,32 @@ class IkSolver:
     default 10 % of the reach); then damped least-squares steps close the rest, quadratic
     where FABRIK is linear. A seed already within closing_radius goes straight to them.
     max_restarts: attempts from other seeds when a solve stalls short of a target that may
-    be reachable. restart_error: metres (default 10 tolerances); when tracking (the seed's
-    effectors start within closing_radius of their targets) only a solve that stalls
-    farther than this restarts; closer, the seed's branch is kept: a miss that small is a
-    target a joint limit keeps just out of reach, not a wrong branch, and a restart would
-    jump to another branch (a flip) for a fraction of it.
+    be reachable. unreachable_after: restarts in a row that bring the best pose no closer
+    (by 0.1 % of the reach, at least one tolerance) after which the target counts as
+    unreachable (a hole behind the joint limits) and the solve ends; None runs all
+    max_restarts. The default, 'auto', is 2 for a chain with more joints than three per
+    effector (position leaves it redundant: wide basins, so agreeing seeds tell) and None
+    otherwise (isolated solutions in small basins). restart_error: metres (default 10 tolerances, at most 0.1 % of the
+    reach, at least one tolerance); when tracking (the seed's effectors start within
+    closing_radius of their targets) only a solve that stalls farther than this restarts;
+    closer, the seed's branch is kept: a miss that small is a target a joint limit keeps
+    just out of reach, not a wrong branch, and a restart would jump to another branch (a
+    flip) for a fraction of it.
+    effector_weights: effector name -> weight > 0. The solver minimises sum w_i d_i^2 over
+    the effectors with a target or holding (d_i metres from its goal): where targets
+    conflict over shared joints (a torso), the weights set the compromise. Defaults: 1 for
+    an effector with a target, 100 for one holding its pose, so held effectors hold.
+    Effectors that share no joint with an unreachable one reach their targets whatever
+    the weights.
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
                  root: str = 'pinned', *, fit: str = 'chain', fabrik_gain: float = 0.8,
                  closing_radius: float | None = None, max_restarts: int = 24,
-                 restart_error: float | None = None) -> None:
+                 restart_error: float | None = None,
+                 unreachable_after: int | None | str = 'auto',
+                 timeout: float | None = None, clock: Callable[[], float] = time.perf_counter,
+                 effector_weights: Mapping[str, float] | None = None) -> None:
         if not (math.isfinite(tolerance) and tolerance > 0.0):
             raise ValueError(f'tolerance must be a positive number of metres, got {tolerance}')
         if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) \
@@ -663,6 +714,20 @@ class IkSolver:
         if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) \
                 or max_restarts < 0:
             raise ValueError(f'max_restarts must be an integer >= 0, got {max_restarts!r}')
+        if unreachable_after == 'auto':
+            # Position leaves a redundant chain a manifold of solutions with wide basins,
+            # so seeds that agree are telling; a chain with no more joints than its targets
+            # have coordinates has isolated solutions in small basins: try every seed.
+            redundant = chain.dof > 3 * len(chain.effectors)
+            unreachable_after = _UNREACHABLE_AFTER if redundant else None
+        if unreachable_after is not None and (
+                isinstance(unreachable_after, bool) or not isinstance(unreachable_after, int)
+                or unreachable_after < 1):
+            raise ValueError(f"unreachable_after must be an integer >= 1, None or 'auto', "
+                             f'got {unreachable_after!r}')
+        self.unreachable_after = unreachable_after
+        self.timeout = _checked_timeout(timeout)
+        self.clock = clock
         self.chain = chain
         self.tolerance = float(tolerance)
         self.max_iterations = max_iterations
@@ -671,12 +736,14 @@ class IkSolver:
         self._tree = _Tree(chain)
         self._fits = self._tree.whole_fit if fit == 'chain' else self._tree.next_fit
         reach = max(effector.reach for effector in self._tree.effectors)
+        self.reach = reach
         if closing_radius is None:
             closing_radius = 0.1 * reach
         if not closing_radius >= 0.0:   # inf allowed: the closing step alone
             raise ValueError(f'closing_radius must be >= 0 metres, got {closing_radius}')
         self.closing_radius = float(closing_radius)
         self._effector_index = {name: i for i, name in enumerate(chain.effector_names)}
+        self.effector_weights = self._weights(effector_weights or {})
         self._lower = chain.lower.tolist()
         self._upper = chain.upper.tolist()
         self._neutral = chain.neutral().tolist()
@@ -688,7 +755,8 @@ class IkSolver:
         high = np.minimum(chain.upper, low + _TWO_PI)
         self.max_restarts = max_restarts
         if restart_error is None:
-            restart_error = _RESTART_ERROR * self.tolerance
+            restart_error = max(self.tolerance, min(_RESTART_ERROR * self.tolerance,
+                                                    _RESTART_ERROR_REACH * reach))
         if not restart_error >= self.tolerance:
             raise ValueError(f'restart_error must be >= tolerance ({self.tolerance} m), got '
                              f'{restart_error}')
@@ -701,6 +769,20 @@ class IkSolver:
         self._restart_seeds = seeds.tolist()
 
     # ------------------------------------------------------------------ input
+
+    def _weights(self, weights: Mapping[str, float]) -> dict[str, float]:
+        """Return the given effector weights, checked; ValueError names a bad one."""
+        checked = {}
+        for name, weight in weights.items():
+            if name not in self._effector_index:
+                raise ValueError(f'effector_weights: unknown effector {name!r}; the chain '
+                                 f'has {self.chain.effector_names}')
+            if isinstance(weight, bool) or not (isinstance(weight, (int, float))
+                                                and math.isfinite(weight) and weight > 0.0):
+                raise ValueError(f'effector_weights: the weight of {name!r} must be a '
+                                 f'positive number, got {weight!r}')
+            checked[name] = float(weight)
+        return checked
 
     def _targets(self, target: object) -> list[tuple[float, float, float] | None]:
         """Return per effector its target (metres) or None; ValueError on bad input."""
@@ -744,52 +826,82 @@ class IkSolver:
 
     # ------------------------------------------------------------------ solve
 
-    def solve(self, target: object, seed: object = None, trace: bool = False) -> IkResult:
+    def solve(self, target: object, seed: object = None, trace: bool = False,
+              timeout: float | None = None) -> IkResult:
         """
         Return joint angles that bring the effectors to their targets.
 
         target: (3,) metres in the base frame for a single effector; (m, 3) with all-NaN rows
         for effectors without a target; or a mapping effector name -> (3,). Effectors
         without a target hold the position the seed gives them. seed: (n,) radians, clipped
-        into the limits; default chain.neutral(). An unreachable target leaves the chain
-        stretched toward it as far as the joints allow; result.error is the remaining
-        distance and reached is False. Raises ValueError on NaN/inf, wrong shapes, unknown
-        effector names, an all-NaN target or a non-finite seed.
+        into the limits; default chain.neutral(). timeout: seconds for this solve (default
+        the solver's). An unreachable target leaves the chain stretched toward it as far as
+        the joints allow; result.error is the remaining distance and reached is False.
+        Raises ValueError on NaN/inf, wrong shapes, unknown effector names, an all-NaN
+        target, a non-finite seed or a timeout that is not a positive number.
         """
         targets = self._targets(target)
+        budget = self.timeout if timeout is None else _checked_timeout(timeout)
+        deadline = self.clock() + budget if budget is not None else math.inf
         tree = self._tree
         free_root = self.root == 'free'
         start = tree.sweep(self._seed(seed), (0.0, 0.0, 0.0))
         goals = [goal if goal is not None else start.points[effector.point]
                  for goal, effector in zip(targets, tree.effectors)]
-        stretch, floor = (tree.stretched(targets, start, self.tolerance) if not free_root
-                          else ({}, 0.0))
+        weights = [self.effector_weights.get(name, 1.0 if goal is not None else HELD_WEIGHT)
+                   for name, goal in zip(self.chain.effector_names, targets)]
+        stretch, floors = (tree.stretched(targets, start, self.tolerance) if not free_root
+                           else ({}, [0.0] * len(targets)))
         fits = self._fits
         if stretch:
             fits = [next_fit if all(point in stretch for point in tree.fit_points(whole_fit))
                     else fit
                     for fit, whole_fit, next_fit in zip(fits, tree.whole_fit, tree.next_fit)]
-        solve = _Solve(self, goals, floor, stretch, fits, free_root, trace)
+        solve = _Solve(self, goals, weights, floors, stretch, fits, free_root, trace, deadline)
         solve.attempt(start)
-        random_seeds = iter(self._restart_seeds)
-        # Tracking (a seed within the closing radius of its targets) keeps the seed's branch
-        # unless it misses by more than restart_error; a cold solve restarts on any miss.
+        self._restart(solve, start, bool(stretch))
+        return self._result(solve.best, targets, solve)
+
+    def _restart(self, solve: _Solve, start: _State, stretch: bool) -> None:
+        """
+        Attempt from other seeds while the best pose misses and restarts still make progress.
+
+        Tracking (a seed within the closing radius of its targets) keeps the seed's branch
+        unless it misses by more than restart_error; a cold solve restarts on any miss. When
+        unreachable_after restarts end where the best pose is (within 0.1 % of the reach),
+        none of them closer, the target is taken as out of reach (the seeds converge on the
+        same residual) and the best pose is the answer; restarts that end farther off (in
+        another basin) neither confirm nor refute it.
+        """
         tracking = solve.initial_error <= self.closing_radius
         patience = self.restart_error if tracking else self.tolerance
-        while solve.best_error > patience and solve.restarts < self.max_restarts:
-            if not stretch:
+        margin = max(self.tolerance, _AGREE * self.reach)
+        if self.unreachable_after is not None:
+            # Explored attempts end within a few explore stalls of their own minimum.
+            margin = max(margin, 2.0 * _EXPLORE_STALL * solve.best_fit.miss)
+        random_seeds = iter(self._restart_seeds)
+        confirmed = 0   # restarts since the last progress that ended at the best residual
+        while solve.restarts < self.max_restarts and confirmed != self.unreachable_after \
+                and solve.has_budget():
+            before = solve.best_fit.miss
+            if before > patience and not stretch:
                 # First from the best pose with the joints it pinned at a limit released to
                 # mid-range (an elbow stuck straight, bent the wrong way), then at random.
                 seed = self._released(solve.best.q) if not solve.restarts else next(random_seeds)
-            elif not solve.restarts and solve.excess(solve.best_objective) > self.tolerance:
+            elif stretch and not solve.restarts and solve.best_fit.excess > self.tolerance:
                 # Out of reach and not straight: once more from the best pose nudged off a
                 # saddle (joint axes in line with the target give every joint a zero gradient).
                 seed = self._nudged(solve.best.q)
             else:
                 break
             solve.restarts += 1
-            solve.attempt(tree.sweep(seed, start.base))
-        return self._result(solve.best, targets, solve)
+            ended = solve.attempt(self._tree.sweep(seed, start.base), band=before + margin)
+            if solve.best_fit.miss < before - margin:
+                confirmed = 0
+            elif ended < before + margin:
+                confirmed += 1
+        if solve.best_error > self.tolerance:
+            solve.attempt(solve.best, polish=True)
 
     def _nudged(self, q: list[float]) -> list[float]:
         """Return q with every joint turned by _NUDGE radians (back, where a limit is near)."""
@@ -814,7 +926,17 @@ class IkSolver:
             effector_positions=np.array(positions), fabrik_iterations=solve.fabrik_iterations,
             closing_steps=solve.closing_steps, restarts=solve.restarts,
             initial_error=solve.initial_error, fabrik_error=solve.fabrik_error,
-            history=solve.history, trace=solve.trace)
+            history=solve.history, trace=solve.trace, timed_out=solve.timed_out)
+
+
+def _checked_timeout(timeout: float | None) -> float | None:
+    """Return a time budget in seconds (None: none); ValueError unless positive."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and timeout > 0.0):
+        raise ValueError(f'timeout must be a positive number of seconds or None, got '
+                         f'{timeout!r}')
+    return float(timeout)
 
 
 def _point(value: object, what: str) -> tuple[float, float, float]:
@@ -831,28 +953,46 @@ def _point(value: object, what: str) -> tuple[float, float, float]:
     return x, y, z
 
 
+class _Score(NamedTuple):
+    """How well a state meets the goals."""
+
+    objective: float            # m^2, sum of w_i d_i^2: what the solver minimises
+    error: float                # metres, the largest d_i
+    excess: float               # metres, sqrt(sum w_i e_i^2), e_i = d_i above its floor
+    distances: list[float]      # metres, d_i per effector
+    miss: float                 # metres, the largest d_i whose target is not beyond reach
+
+
 class _Solve:
     """
     One IkSolver.solve call: the goals, the stages, the counters and the error history.
 
-    The solver minimises the sum of squared goal distances (effectors with a target, and
-    those holding their pose). `floor` is a lower bound of its root: the distances by which
-    targets lie beyond their effector's reach. FABRIK's gain and the closing step's damping
-    are measured on the excess over it, so unreachable targets converge like reachable ones.
+    The solver minimises sum w_i d_i^2 over the goals (effectors with a target, and those
+    holding their pose; d_i metres, w_i weights). `floors` are lower bounds of each d_i:
+    the distance by which a target lies beyond its effector's reach. FABRIK's gain, the
+    closing step's damping and its stall test are measured on the excess over them, per
+    effector, so unreachable targets converge like reachable ones, and an effector whose
+    target is far out of reach neither slows nor stops the others.
     """
 
     def __init__(self, solver: IkSolver, goals: list[tuple[float, float, float]],
-                 floor: float, stretch: dict[int, tuple[float, float, float]],
+                 weights: list[float], floors: list[float],
+                 stretch: dict[int, tuple[float, float, float]],
                  fits: list[_Fit], free_root: bool,
-                 trace: bool) -> None:
+                 trace: bool, deadline: float) -> None:
         self.solver = solver
         self.tree = solver._tree
         self.goals = goals
+        self.weights = weights
         self.goal_points = [effector.point for effector in self.tree.effectors]
-        self.floor = floor
+        self.floors = floors
+        self.out_of_reach = any(floors)
         self.stretch = stretch
         self.fits = fits
         self.free_root = free_root
+        self.deadline = deadline
+        self.timed_out = False
+        self.point_weights = self.tree.subtree_weights(weights)
         self.fabrik_iterations = 0
         self.closing_steps = 0
         self.restarts = 0
@@ -860,102 +1000,132 @@ class _Solve:
         self.history: list[float] = []
         self.trace: list[np.ndarray] | None = [] if trace else None
         self.best: _State | None = None
-        self.best_objective = math.inf
-        self.best_error = math.inf
+        self.best_fit = _Score(math.inf, math.inf, math.inf, [], math.inf)
         self.initial_error = math.nan
 
-    def measure(self, state: _State) -> tuple[float, float]:
-        """Return (sum of squared goal distances in m^2, largest goal distance in metres)."""
-        points = state.points
-        squares = [math.dist(goal, points[p]) ** 2
-                   for goal, p in zip(self.goals, self.goal_points)]
-        return sum(squares), math.sqrt(max(squares))
+    @property
+    def best_error(self) -> float:
+        """Return the best pose's largest goal distance, metres."""
+        return self.best_fit.error
 
-    def _accept(self, state: _State, objective: float, error: float) -> None:
+    def has_budget(self) -> bool:
+        """Tell whether iterations and time are left; note when the time ran out."""
+        if self.fabrik_iterations + self.closing_steps >= self.solver.max_iterations:
+            return False
+        if self.solver.clock() >= self.deadline:
+            self.timed_out = True
+        return not self.timed_out
+
+    def measure(self, state: _State) -> _Score:
+        """Return how well the state meets the goals."""
+        points = state.points
+        distances = [math.dist(goal, points[p]) for goal, p in zip(self.goals, self.goal_points)]
+        objective = sum(w * d * d for w, d in zip(self.weights, distances))
+        error = max(distances)
+        if self.out_of_reach:
+            excess = math.sqrt(sum(w * max(d - f, 0.0) ** 2 for w, d, f
+                                   in zip(self.weights, distances, self.floors)))
+            miss = max((d for d, f in zip(distances, self.floors) if not f), default=0.0)
+        else:
+            excess, miss = math.sqrt(objective), error
+        return _Score(objective, error, max(excess, 1e-15), distances, miss)
+
+    def _accept(self, state: _State, fit: _Score) -> None:
         """Keep the state if it is the best so far; log the best error (and pose)."""
-        if objective < self.best_objective:
-            self.best, self.best_objective, self.best_error = state, objective, error
-        self.history.append(math.sqrt(self.best_objective))
+        if fit.objective < self.best_fit.objective:
+            self.best, self.best_fit = state, fit
+        self.history.append(math.sqrt(self.best_fit.objective))
         if self.trace is not None:
             self.trace.append(np.array(self.best.q))
 
-    def attempt(self, state: _State) -> None:
-        """Run FABRIK, then closing steps, from one seed state."""
+    def attempt(self, state: _State, polish: bool = False, band: float = 0.0) -> float:
+        """
+        Run FABRIK, then closing steps, from one seed state, within the solve's budget.
+
+        polish: closing steps only, until they stall strictly (see _EXPLORE_STALL). band:
+        metres; below it, closing steps that creep (_CONFIRM_STALL) end the attempt: it
+        has come back to the best residual. Returns _Score.miss
+        (metres) where the attempt ended.
+        """
         solver = self.solver
         tolerance = solver.tolerance
-        objective, error = self.measure(state)
+        fit = self.measure(state)
         if not self.history:
-            self.initial_error = error
-        self._accept(state, objective, error)
-        iterations = 0
+            self.initial_error = fit.error
+        if not polish:      # a polish starts from the best pose, logged already
+            self._accept(state, fit)
         # Out of reach, FABRIK's next-point fit finishes the straight line itself.
         closing_radius = solver.closing_radius if not self.stretch else 0.0
-        if self.excess(objective) > closing_radius:
-            while self._open(objective, error) and iterations < solver.max_iterations:
+        if fit.excess > closing_radius and not polish:
+            while self._open(fit) and self.has_budget():
                 desired, base = self.tree.reach_back(state, self.goals, self.stretch,
-                                                     self.free_root)
+                                                     self.free_root, self.point_weights)
                 candidate = self.tree.sweep(state.q, base, desired, state, self.fits)
-                new_objective, new_error = self.measure(candidate)
-                if new_objective >= objective:
+                new_fit = self.measure(candidate)
+                if new_fit.objective >= fit.objective:
                     break
-                gain = self.excess(new_objective) / self.excess(objective)
-                state, objective, error = candidate, new_objective, new_error
-                iterations += 1
+                gain = new_fit.excess / fit.excess
+                state, fit = candidate, new_fit
                 self.fabrik_iterations += 1
-                self._accept(state, objective, error)
-                if gain > solver.fabrik_gain or self.excess(objective) <= closing_radius:
+                self._accept(state, fit)
+                if gain > solver.fabrik_gain or fit.excess <= closing_radius:
                     break
         if math.isnan(self.fabrik_error):
-            self.fabrik_error = error
+            self.fabrik_error = fit.error
         damping = _DAMPING_START
         closing = 0
-        while self._open(objective, error) and iterations < solver.max_iterations:
+        explore = 0.0 if polish else _EXPLORE_STALL
+        while self._open(fit) and self.has_budget():
             # The first closing step of an attempt also steers the redundancy away from limits.
-            step = self._closing_step(state, objective, damping, steer=closing == 0)
+            step = self._closing_step(state, fit, damping, steer=closing == 0)
             if step is None:
                 break
-            state, new_objective, error, damping = step
-            gained = math.sqrt(objective) - math.sqrt(new_objective)
-            objective = new_objective
-            iterations += 1
+            state, new_fit, damping = step
+            gained = fit.excess - new_fit.excess
+            excess = fit.excess
+            fit = new_fit
             closing += 1
             self.closing_steps += 1
-            self._accept(state, objective, error)
-            if gained < _STALL * tolerance + _STALL_RELATIVE * error:
+            self._accept(state, fit)
+            if fit.miss < band:
+                explore = _CONFIRM_STALL
+            if gained < _STALL * tolerance + (_STALL_RELATIVE + explore) * excess:
                 break
+        return fit.miss
 
-    def _open(self, objective: float, error: float) -> bool:
+    def _open(self, fit: _Score) -> bool:
         """Tell whether a target is missed by more than the tolerance and can be neared."""
-        return error > self.solver.tolerance \
-            and self.excess(objective) > _STALL * self.solver.tolerance
+        return fit.error > self.solver.tolerance and fit.excess > _STALL * self.solver.tolerance
 
-    def excess(self, objective: float) -> float:
-        """Return how far (metres) the error is above its lower bound; > 0."""
-        return max(math.sqrt(objective) - self.floor, 1e-15)
-
-    def _closing_step(self, state: _State, objective: float, damping: float, steer: bool
-                      ) -> tuple[_State, float, float, float] | None:
+    def _closing_step(self, state: _State, fit: _Score, damping: float, steer: bool
+                      ) -> tuple[_State, _Score, float] | None:
         """
         Take one Levenberg-Marquardt step on the true kinematics, within the limits.
 
         Joints the step would push past a limit are held at it and the step is re-solved
         without them. steer: also push joints near a limit back toward mid-range where the
         targets leave the freedom (the null space of the position Jacobian). Returns
-        (state, objective, largest goal distance, next damping), or None if no damping up
-        to _DAMPING_MAX lowers the objective.
+        (state, its fit, next damping), or None if no damping up to _DAMPING_MAX lowers the
+        objective. Each effector's rows and residual are scaled by the root of its weight.
         """
         tree = self.tree
         lower, upper = self.solver._lower, self.solver._upper
         rows = tree.jacobian(state, self.free_root)
-        # Aim at most the excess over the floor toward the targets: for a target out of
-        # reach the linear model is only good for that far, not for the whole distance.
-        excess = self.excess(objective)
-        shrink = min(1.0, excess / math.sqrt(objective))
+        # Aim each effector at most its excess over its floor toward its target: for a
+        # target out of reach the linear model is only good for that far, not for the
+        # whole distance (and the others' residuals are not shrunk with it).
         residual = []
-        for goal, point in zip(self.goals, self.goal_points):
+        for index, (goal, point, weight, distance, floor) in enumerate(zip(
+                self.goals, self.goal_points, self.weights, fit.distances, self.floors)):
+            shrink = math.sqrt(weight)
+            if floor:
+                shrink *= max(distance - floor, 0.0) / distance
+            if weight != 1.0:
+                for row in rows[3 * index:3 * index + 3]:
+                    row[:] = [value * math.sqrt(weight) for value in row]
             residual += [shrink * (g - x) for g, x in zip(goal, state.points[point])]
         n = len(lower)
-        scale = excess ** 2
+        scale = fit.excess ** 2
         # Joints near a limit move toward it less and leave the motion to the others
         # (weighted least norm, Chan & Dubey 1995), and the redundancy the targets leave
         # pushes them back toward mid-range (a null-space step, Liegeois 1977): tracking does
@@ -964,7 +1134,7 @@ class _Solve:
         width = len(rows[0])
         weights = [1.0] * width
         push: dict[int, float] = {}     # joint -> radians back toward mid-range, this step
-        if not self.floor:
+        if not self.out_of_reach:
             for j, (a, lo, hi) in enumerate(zip(state.q, lower, upper)):
                 room, sign = (a - lo, -1.0) if a - lo < hi - a else (hi - a, 1.0)
                 if room < _LIMIT_MARGIN:
@@ -1002,9 +1172,9 @@ class _Solve:
             if self.free_root:
                 base = (base[0] + step[n], base[1] + step[n + 1], base[2] + step[n + 2])
             candidate = tree.sweep(q, base)
-            new_objective, error = self.measure(candidate)
-            if new_objective < objective:
-                return candidate, new_objective, error, max(damping * 0.1, _DAMPING_MIN)
+            new_fit = self.measure(candidate)
+            if new_fit.objective < fit.objective:
+                return candidate, new_fit, max(damping * 0.1, _DAMPING_MIN)
             if push:  # the push cost more than the step gained: once more without it
                 push, aim = {}, residual
                 continue
