@@ -674,13 +674,14 @@ class IkSolver:
     default 10 % of the reach); then damped least-squares steps close the rest, quadratic
     where FABRIK is linear. A seed already within closing_radius goes straight to them.
     max_restarts: attempts from other seeds when a solve stalls short of a target that may
-    be reachable. unreachable_after: restarts in a row that bring the best pose no closer
-    (by 0.1 % of the reach, at least one tolerance) after which the target counts as
-    unreachable (a hole behind the joint limits) and the solve ends; None runs all
-    max_restarts. The default, 'auto', is 2 for a chain with more joints than three per
-    effector (position leaves it redundant: wide basins, so agreeing seeds tell) and None
-    otherwise (isolated solutions in small basins). restart_error: metres (default 10 tolerances, at most 0.1 % of the
-    reach, at least one tolerance); when tracking (the seed's effectors start within
+    be reachable. unreachable_after: restarts that end at the best pose's residual
+    (within 0.1 % of the reach, at least one tolerance) without a closer one in between,
+    after which the target counts as unreachable (a hole behind the joint limits) and the
+    solve ends; None runs all max_restarts. The default, 'auto', is 2 for a chain with
+    more joints than three per effector (position leaves it redundant: wide basins, so
+    agreeing seeds tell) and None otherwise (isolated solutions in small basins).
+    restart_error: metres (default 10 tolerances, at most 0.1 % of the reach, at least one
+    tolerance); when tracking (the seed's effectors start within
     closing_radius of their targets) only a solve that stalls farther than this restarts;
     closer, the seed's branch is kept: a miss that small is a target a joint limit keeps
     just out of reach, not a wrong branch, and a restart would jump to another branch (a
@@ -1010,7 +1011,8 @@ class _Solve:
 
     def has_budget(self) -> bool:
         """Tell whether iterations and time are left; note when the time ran out."""
-        if self.fabrik_iterations + self.closing_steps >= self.solver.max_iterations:
+        if self.timed_out or \
+                self.fabrik_iterations + self.closing_steps >= self.solver.max_iterations:
             return False
         if self.solver.clock() >= self.deadline:
             self.timed_out = True

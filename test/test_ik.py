@@ -6,6 +6,7 @@ against the solver's internal state.
 """
 
 from collections.abc import Callable
+import dataclasses
 import math
 from pathlib import Path
 
@@ -362,3 +363,105 @@ class TestBadInput:
         by_point = IkSolver(arm).solve(target)
         np.testing.assert_array_equal(by_name.q, by_point.q)
         np.testing.assert_array_equal(by_row.q, by_point.q)
+
+
+def scaled(chain: Chain, factor: float) -> Chain:
+    """Return the chain with every length multiplied by factor (same joints and limits)."""
+    joints = [dataclasses.replace(joint, origin_xyz=joint.origin_xyz * factor)
+              for joint in chain.joints]
+    effectors = [dataclasses.replace(effector, offset=effector.offset * factor)
+                 for effector in chain.effectors]
+    return Chain(chain.base_link, joints, effectors)
+
+
+class FakeClock:
+    """A clock that advances by `tick` seconds each time it is read: time without sleeping."""
+
+    def __init__(self, tick: float) -> None:
+        self.now, self.tick, self.reads = 0.0, tick, 0
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        self.reads += 1
+        return self.now
+
+
+class TestBudget:
+    """A solve ends within its time budget and its iteration cap, with the best pose found."""
+
+    # Inside the demo arm's reach sphere but behind its limits: 24 restarts would not help.
+    HOLE = [0.0, 0.0, -0.3]    # 0.126 m from any pose: 24 restarts do not help
+
+    def test_the_time_budget_ends_the_solve_with_the_best_pose(self):
+        arm = demo_arm()
+        clock = FakeClock(1e-3)     # every read of the clock: one millisecond later
+        solver = IkSolver(arm, timeout=0.0105, clock=clock, unreachable_after=None)
+        result = solver.solve(self.HOLE)
+        assert result.timed_out and not result.reached
+        # The budget is checked before every iteration: at most 10 ran after the start.
+        assert clock.reads <= 12 and result.iterations <= 10
+        assert_within_limits(arm, result.q)
+        assert tip_error(arm, result.q, self.HOLE) == pytest.approx(result.error, abs=1e-12)
+        assert result.error == pytest.approx(min(result.history[-1], result.error))
+
+    def test_a_per_solve_timeout_overrides_the_solver_and_a_still_clock_never_ends(self):
+        arm = demo_arm()
+        still = IkSolver(arm, timeout=1e-9, clock=lambda: 0.0).solve(self.HOLE)
+        assert not still.timed_out
+        cut = IkSolver(arm, clock=FakeClock(1e-3)).solve(self.HOLE, timeout=0.0025)
+        assert cut.timed_out and cut.iterations <= 2
+
+    def test_max_iterations_caps_the_whole_solve_not_each_attempt(self):
+        arm = demo_arm()
+        for cap in (1, 5, 30):
+            result = IkSolver(arm, max_iterations=cap, unreachable_after=None).solve(self.HOLE)
+            assert result.fabrik_iterations + result.closing_steps == result.iterations <= cap
+
+    def test_a_hole_in_the_workspace_stops_restarting_and_ends_as_close_as_all_restarts(self):
+        arm = demo_arm()
+        rng = np.random.default_rng(12)
+        quick, exhaustive = IkSolver(arm), IkSolver(arm, unreachable_after=None,
+                                                    max_iterations=10000)
+        directions = rng.normal(size=(40, 3))
+        points = (directions / np.linalg.norm(directions, axis=1, keepdims=True)
+                  * quick.reach * rng.uniform(0.0, 1.0, (40, 1)) ** (1 / 3))
+        holes = 0
+        for point in points + arm.joint_positions(arm.neutral())[0]:
+            best = exhaustive.solve(point)
+            if best.reached:
+                continue
+            holes += 1
+            result = quick.solve(point)
+            assert result.restarts < quick.max_restarts
+            assert result.error <= best.error + 1e-3 * quick.reach
+        assert holes >= 10
+
+    def test_bad_timeouts_are_refused(self):
+        for timeout in (0.0, -1.0, math.nan, 'soon', True):
+            with pytest.raises(ValueError, match='timeout must be a positive number'):
+                IkSolver(demo_arm(), timeout=timeout)
+            with pytest.raises(ValueError, match='timeout must be a positive number'):
+                IkSolver(demo_arm()).solve([0.3, 0.1, 0.4], timeout=timeout)
+        with pytest.raises(ValueError, match='unreachable_after'):
+            IkSolver(demo_arm(), unreachable_after=0)
+
+
+class TestSmallRobots:
+    """Tolerances are metres, thresholds scale with the reach: a 5 cm arm reaches as well."""
+
+    @pytest.mark.parametrize('factor', [0.05, 0.005])
+    def test_the_demo_arm_scaled_down_reaches_targets_cold_and_tracking(self, factor):
+        arm = scaled(demo_arm(), factor)
+        solver = IkSolver(arm)
+        assert solver.restart_error <= max(1e-3 * solver.reach, solver.tolerance)
+        rng = np.random.default_rng(5)
+        misses = 0
+        for _ in range(300):
+            pose = pose_in_limits(arm, rng.uniform(size=arm.dof))
+            target = arm.tip_position(pose)
+            near = arm.clip(pose + rng.normal(0.0, 0.05, arm.dof))
+            for seed in (None, near):   # cold, and tracking (a seed near the answer)
+                result = solver.solve(target, seed)
+                assert_within_limits(arm, result.q)
+                misses += not result.reached
+        assert misses <= REACH_MISSES_ALLOWED

@@ -268,3 +268,77 @@ class TestTracking:
         assert max(step for _, _, step, _ in solves) < LARGEST_TRACKING_STEP
         # The spider's feet: up to 0.5 mm short where the coxa yaw limits hold them back.
         assert max(error for _, _, _, error in solves) <= 1e-3
+
+
+def out_of_reach_problem(real: Real, integer: Integer, narrow: bool = True):
+    """
+    Return a random tree, a seed, targets, and which effectors are out of reach.
+
+    A random non-empty subset of effectors (not all) gets targets 10 m out, far beyond any
+    reach; the others hold (no target). Returns (chain, seed, targets, far, shared):
+    shared marks the effectors that share a joint with a far one (the far ones included).
+    """
+    chain = random_tree(real, integer, narrow)
+    seed = random_pose(chain, real)
+    far = np.array([bool(integer(0, 1)) for _ in chain.effectors])
+    if far.all() or not far.any():
+        far[:] = False
+        far[integer(0, len(far) - 1)] = True
+    shared = np.any(chain.moves_effector[:, chain.moves_effector[far].any(axis=0)], axis=1)
+    targets = np.full((len(chain.effectors), 3), math.nan)
+    for index in np.flatnonzero(far):
+        direction = np.array([real(-1.0, 1.0) for _ in range(3)]) + [0.0, 0.0, 1e-3]
+        targets[index] = 10.0 * direction / np.linalg.norm(direction)
+    return chain, seed, targets, far, shared
+
+
+class TestOutOfReachBranches:
+    """An effector out of reach takes only the joints it shares; the others are not spoiled."""
+
+    @settings(max_examples=80, deadline=None)
+    @given(st.data())
+    def test_held_effectors_sharing_no_joint_with_one_out_of_reach_hold(self, data):
+        chain, seed, targets, far, shared = out_of_reach_problem(
+            *hypothesis_draws(data.draw))
+        result = IkSolver(chain).solve(targets, seed)
+        assert_within_limits(chain, result.q)
+        drift = np.linalg.norm(chain.effector_positions(result.q)
+                               - chain.effector_positions(seed), axis=1)
+        assert np.all(drift[~shared] <= TOLERANCE)
+        assert np.all(np.isfinite(result.errors[far]))
+
+    def test_a_spider_leg_sent_far_away_leaves_the_other_feet_on_their_targets(self):
+        spider = robot('spider')
+        rng = np.random.default_rng(12)
+        for _ in range(10):
+            feet = spider.effector_positions(pose_in_limits(spider,
+                                                            rng.uniform(0.2, 0.8, spider.dof)))
+            feet[0] = (5.0, 5.0, 5.0)
+            result = IkSolver(spider).solve(feet)
+            assert result.errors[0] > 4.0
+            assert np.all(result.errors[1:] <= TOLERANCE)
+
+    def test_a_held_arm_holds_while_the_other_pulls_the_torso_and_weights_trade(self):
+        dual = robot('dual_arm')
+        rng = np.random.default_rng(12)
+        left, right = dual.effector_names
+        drifts, traded = [], []
+        for _ in range(10):
+            seed = pose_in_limits(dual, rng.uniform(0.2, 0.8, dual.dof))
+            start = dual.effector_positions(seed)
+            direction = rng.normal(size=3)
+            target = {left: start[0] + 2.0 * direction / np.linalg.norm(direction)}
+            held = IkSolver(dual).solve(target, seed)
+            drifts.append(np.linalg.norm(dual.effector_positions(held.q)[1] - start[1]))
+            equal = IkSolver(dual, effector_weights={right: 1.0}).solve(target, seed)
+            traded.append(np.linalg.norm(dual.effector_positions(equal.q)[1] - start[1]))
+        assert np.median(drifts) <= 1e-3 and max(drifts) <= 5e-3
+        assert np.mean(traded) > 10.0 * np.mean(drifts)    # equal weights: the torso gives
+
+    def test_bad_weights_are_refused(self):
+        dual = robot('dual_arm')
+        with pytest.raises(ValueError, match="unknown effector 'foot'"):
+            IkSolver(dual, effector_weights={'foot': 1.0})
+        for weight in (0.0, -1.0, math.inf, math.nan, 'heavy'):
+            with pytest.raises(ValueError, match='must be a positive number'):
+                IkSolver(dual, effector_weights={dual.effector_names[0]: weight})
