@@ -30,9 +30,12 @@ import argparse
 import json
 import math
 from pathlib import Path
+import dataclasses
 import platform
+import subprocess
 import sys
 import time
+import types
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
@@ -266,6 +269,91 @@ def variants(chain: Chain, targets: int, rng: np.random.Generator) -> dict[str, 
     return figures
 
 
+def baseline_solver(ref: str) -> type:
+    """Return IkSolver as of git revision `ref` (the solver before a change), same process."""
+    source = subprocess.run(['git', '-C', str(REPO), 'show', f'{ref}:fabrik_ros/ik.py'],
+                            check=True, capture_output=True, text=True).stdout
+    module = types.ModuleType(f'baseline_ik_{ref}')
+    sys.modules[module.__name__] = module   # dataclasses look their module up
+    exec(compile(source, f'{ref}:fabrik_ros/ik.py', 'exec'), module.__dict__)  # noqa: S102
+    return module.IkSolver
+
+
+def in_reach_sphere(chain: Chain, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Return points uniform in the ball of the reach around the first joint: 'click anywhere'."""
+    reach = IkSolver(chain)._tree.effectors[0].reach
+    directions = rng.normal(size=(count, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    return _anchor(chain) + directions * reach * rng.uniform(0.0, 1.0, (count, 1)) ** (1 / 3)
+
+
+def hard_cases(chain: Chain, count: int, rng: np.random.Generator,
+               baseline: type | None) -> dict[str, Any]:
+    """
+    Targets that cannot be solved exactly (issue 12), now and with the baseline solver.
+
+    Uniform points in the reach sphere (split into reached and not by the current solver),
+    far targets (1.2 to 2 reaches), each solved from the neutral seed: time median / p95 /
+    max and mean remaining distance; the baseline solves the same targets in the same run.
+    """
+    solvers = {'now': IkSolver(chain)}
+    if baseline is not None:
+        solvers['before'] = baseline(chain)
+    points = in_reach_sphere(chain, count, rng)
+    reach = solvers['now']._tree.effectors[0].reach
+    directions = rng.normal(size=(count // 4, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    far = _anchor(chain) + directions * reach * rng.uniform(1.2, 2.0, (count // 4, 1))
+    figures: dict[str, Any] = {}
+    for name, solver in solvers.items():
+        runs = {'sphere': [timed_solve(solver, p, None) for p in points],
+                'far': [timed_solve(solver, p, None) for p in far]}
+        figures[name] = runs
+    reached = np.array([result.reached for result, _ in figures['now']['sphere']])
+    out: dict[str, Any] = {'sphere_points': count, 'reachable_share': float(reached.mean())}
+    for name, runs in figures.items():
+        for case, mask in (('reachable', reached), ('unreachable', ~reached),
+                           ('far', np.ones(len(far), bool))):
+            chosen = [run for run, keep in zip(runs['far' if case == 'far' else 'sphere'],
+                                               mask) if keep]
+            if not chosen:
+                continue
+            cpu = np.array([micros[0] for _, micros in chosen])
+            out[f'{name}_{case}'] = {
+                'median_us': float(np.median(cpu)), 'p95_us': float(np.percentile(cpu, 95)),
+                'max_us': float(cpu.max()),
+                'mean_remaining_m': float(np.mean([r.error for r, _ in chosen])),
+                'mean_restarts': float(np.mean([r.restarts for r, _ in chosen]))}
+    return out
+
+
+def scaled(chain: Chain, factor: float) -> Chain:
+    """Return the chain with every length multiplied by factor."""
+    joints = [dataclasses.replace(j, origin_xyz=j.origin_xyz * factor) for j in chain.joints]
+    effectors = [dataclasses.replace(e, offset=e.offset * factor) for e in chain.effectors]
+    return Chain(chain.base_link, joints, effectors)
+
+
+def small_robot(chain: Chain, count: int, rng: np.random.Generator,
+                baseline: type | None) -> dict[str, Any]:
+    """The chain scaled to a 5 cm reach: reachable targets cold and tracking (a near seed)."""
+    reach = IkSolver(chain)._tree.effectors[0].reach
+    small = scaled(chain, 0.05 / reach)
+    poses = random_poses(small, count, rng)
+    seeds = np.clip(poses + rng.normal(0.0, 0.05, poses.shape), small.lower, small.upper)
+    out = {}
+    for name, solver_class in (('now', IkSolver), ('before', baseline)):
+        if solver_class is None:
+            continue
+        solver = solver_class(small)
+        errors = [solver.solve(small.tip_position(q), seed).error
+                  for q, seed in zip(poses, seeds) for seed in (None, seed)]
+        out[name] = {'solves': len(errors),
+                     'within_tolerance_rate': float(np.mean(np.array(errors) <= 1e-4)),
+                     'max_error_m': float(max(errors))}
+    return out
+
+
 def table(rows: list[list[str]], header: list[str]) -> str:
     """Return a markdown table."""
     lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
@@ -278,7 +366,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument('--targets', type=int, default=1000)
     parser.add_argument('--quick', action='store_true', help='100 targets, short paths')
+    parser.add_argument('--baseline', default='main', help='git revision whose solver the '
+                        "hard cases are compared with in the same run ('' for none)")
+    parser.add_argument('--hard-only', action='store_true',
+                        help='only the hard cases (issue 12): holes, far targets, small robots')
     args = parser.parse_args(argv)
+    baseline = baseline_solver(args.baseline) if args.baseline else None
     count = 100 if args.quick else args.targets
     small = max(count // 5, 20)
     results: dict[str, Any] = {
@@ -293,16 +386,24 @@ def main(argv: list[str] | None = None) -> None:
         chain = build()
         rng = np.random.default_rng(SEED)
         print(f'{name}: {chain.dof} joints ...', file=sys.stderr)
-        results['robots'][name] = {
-            'dof': chain.dof,
-            'reachable': reachable(chain, count, rng),
-            'tracking': tracking(chain, 1001, rng),
-            'near_stretch': near_stretch(chain, small, rng),
-            'out_of_reach': out_of_reach(chain, small, rng),
-            'variants': variants(chain, small, rng),
-        }
+        if args.hard_only:
+            results['robots'][name] = {'dof': chain.dof}
+        else:
+            results['robots'][name] = {
+                'dof': chain.dof,
+                'reachable': reachable(chain, count, rng),
+                'tracking': tracking(chain, 1001, rng),
+                'near_stretch': near_stretch(chain, small, rng),
+                'out_of_reach': out_of_reach(chain, small, rng),
+                'variants': variants(chain, small, rng),
+            }
+        results['robots'][name]['hard_cases'] = hard_cases(chain, count, rng, baseline)
+        results['robots'][name]['small_robot'] = small_robot(chain, small, rng, baseline)
     results['machine']['reference_us_after'] = reference_us()
-    publish(results, report(results), 'ik_bench.json')
+    tables = hard_report(results)
+    if not args.hard_only:
+        tables = report(results) + '\n\n' + tables
+    publish(results, tables, 'ik_hard_bench.json' if args.hard_only else 'ik_bench.json')
 
 
 def publish(results: dict[str, Any], tables: str, file_name: str) -> None:
@@ -353,6 +454,33 @@ def report(results: dict[str, Any]) -> str:
     text += table(variant_rows, ['robot', 'variant', 'success ≤1 mm', 'median µs',
                                  'median ratio', 'p95 ratio', 'FABRIK + closing'])
     return text
+
+
+def hard_report(results: dict[str, Any]) -> str:
+    """Return the markdown table of the hard cases, now and before, same run."""
+    rows = []
+    for name, r in results['robots'].items():
+        hard = r['hard_cases']
+        for who in ('now', 'before'):
+            if f'{who}_unreachable' not in hard:
+                continue
+            base, hole, far = (hard[f'{who}_reachable'], hard[f'{who}_unreachable'],
+                               hard[f'{who}_far'])
+            small = r['small_robot'].get(who, {})
+            rows.append([
+                f"{name} ({r['dof']})", who, f"{hard['reachable_share']:.0%}",
+                f"{base['median_us']:.0f}",
+                f"{hole['median_us']:.0f} / {hole['p95_us']:.0f} / {hole['max_us']:.0f}",
+                f"{hole['median_us'] / base['median_us']:.1f}x",
+                f"{hole['mean_remaining_m'] * 1e3:.3f}", f"{hole['mean_restarts']:.1f}",
+                f"{far['median_us']:.0f} ({far['median_us'] / base['median_us']:.1f}x)",
+                f"{far['mean_remaining_m'] * 1e3:.3f}",
+                f"{small.get('within_tolerance_rate', math.nan):.2%}"])
+    return table(rows, [
+        'robot (DOF)', 'solver', 'sphere points reachable', 'reachable median µs',
+        'unreachable median / p95 / max µs', 'unreachable / reachable median',
+        'unreachable mean remaining mm', 'restarts', 'far median µs', 'far mean remaining mm',
+        '5 cm robot within tolerance'])
 
 
 if __name__ == '__main__':

@@ -1076,7 +1076,8 @@ class _Solve:
             self.fabrik_error = fit.error
         damping = _DAMPING_START
         closing = 0
-        explore = 0.0 if polish else _EXPLORE_STALL
+        # Out of reach there are no seeds to explore (one nudge at most): converge strictly.
+        explore = 0.0 if polish or self.stretch else _EXPLORE_STALL
         while self._open(fit) and self.has_budget():
             # The first closing step of an attempt also steers the redundancy away from limits.
             step = self._closing_step(state, fit, damping, steer=closing == 0)
@@ -1089,7 +1090,7 @@ class _Solve:
             closing += 1
             self.closing_steps += 1
             self._accept(state, fit)
-            if fit.miss < band:
+            if explore and fit.miss < band:
                 explore = _CONFIRM_STALL
             if gained < _STALL * tolerance + (_STALL_RELATIVE + explore) * excess:
                 break
