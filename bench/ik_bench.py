@@ -27,10 +27,10 @@ Prints markdown tables and writes bench/results/ik_bench.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from pathlib import Path
-import dataclasses
 import platform
 import subprocess
 import sys
@@ -336,7 +336,7 @@ def scaled(chain: Chain, factor: float) -> Chain:
 
 def small_robot(chain: Chain, count: int, rng: np.random.Generator,
                 baseline: type | None) -> dict[str, Any]:
-    """The chain scaled to a 5 cm reach: reachable targets cold and tracking (a near seed)."""
+    """Solve reachable targets on the chain scaled to a 5 cm reach, cold and from a near seed."""
     reach = IkSolver(chain)._tree.effectors[0].reach
     small = scaled(chain, 0.05 / reach)
     poses = random_poses(small, count, rng)
