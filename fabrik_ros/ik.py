@@ -411,37 +411,39 @@ class _Tree:
                    for point, (sx, sy, sz, count) in sums.items()}
         return stretch, beyond
 
-    def subtree_weights(self, weights: list[float]) -> list[float]:
-        """Return per point the summed weight of the effectors at or below it."""
+    def subtree_weights(self, goal_points: list[int], weights: list[float]) -> list[float]:
+        """Return per point the summed weight of the goal points (effectors) at or below it."""
         totals = [0.0] * self.n_points
-        for effector, weight in zip(self.effectors, weights):
-            totals[effector.point] = weight
+        for point, weight in zip(goal_points, weights):
+            totals[point] = weight
         for point in self.inner_points + [0]:
             totals[point] += sum(totals[child] for child, _ in self.children[point])
         return totals
 
-    def reach_back(self, state: _State, goals: list[tuple[float, float, float]],
+    def reach_back(self, state: _State, goal_points: list[int],
+                   goals: list[tuple[float, float, float]],
                    stretch: dict[int, tuple[float, float, float]], free_root: bool,
                    weights: list[float]) -> tuple[list[tuple[float, float, float]],
                                                   tuple[float, float, float]]:
         """
         Run FABRIK's tip-to-root pass; return the desired points and the root position.
 
-        goals: per effector, metres. stretch: fixed desired points for targets out of
-        reach (see stretched()). weights: per point, see subtree_weights(): a sub-base goes
-        to the weighted centroid of its branches' proposals, each branch weighing what its
-        effectors weigh. A pinned root stays; a free root follows its children like the
-        end of a rope.
+        goal_points, goals: the effector points that have a goal and where it is, metres.
+        stretch: fixed desired points for targets out of reach (see stretched()). weights:
+        per point, see subtree_weights(): a sub-base goes to the weighted centroid of its
+        branches' proposals, each branch weighing what its effectors weigh; branches with no
+        goal stay. A pinned root stays; a free root follows its children like the end of a
+        rope.
         """
         points = state.points
         desired = list(points)
-        for effector, goal in zip(self.effectors, goals):
-            desired[effector.point] = goal
+        for point, goal in zip(goal_points, goals):
+            desired[point] = goal
         for point, position in stretch.items():
             desired[point] = position
         for point in self.inner_points:
             children = self.children[point]
-            if point in stretch or not children:    # nothing below it: it stays
+            if point in stretch or not weights[point]:    # nothing below it: it stays
                 continue
             ax, ay, az = points[point]
             sx = sy = sz = total = 0.0
@@ -483,9 +485,10 @@ class _Tree:
             base = (sx / total, sy / total, sz / total)
         return desired, base
 
-    def jacobian(self, state: _State, free_root: bool) -> list[list[float]]:
+    def jacobian(self, state: _State, free_root: bool, effectors: list[int]
+                 ) -> list[list[float]]:
         """
-        Return the position Jacobian rows (3 per effector), metres per radian (or metre).
+        Return the position Jacobian rows (3 per effector listed), metres per radian (or metre).
 
         Columns: the n independent joints (a mimic joint adds its column, times its
         multiplier, to its leader's), then the root's x, y, z when it is free.
@@ -494,7 +497,7 @@ class _Tree:
         width = n + 3 if free_root else n
         rows = []
         joints = self.joints
-        for effector in self.effectors:
+        for effector in map(self.effectors.__getitem__, effectors):
             ex, ey, ez = state.points[effector.point]
             row_x, row_y, row_z = [0.0] * width, [0.0] * width, [0.0] * width
             for j in effector.joints:
@@ -744,6 +747,11 @@ class IkSolver:
             raise ValueError(f'closing_radius must be >= 0 metres, got {closing_radius}')
         self.closing_radius = float(closing_radius)
         self._effector_index = {name: i for i, name in enumerate(chain.effector_names)}
+        # With a pinned root, effectors that share no joint are independent sub-problems;
+        # a free root moves them all.
+        everything = _Group(tuple(range(len(chain.effectors))), tuple(range(chain.dof)))
+        self._groups = (_independent_groups(chain.moves_effector) if root == 'pinned'
+                        else (everything,))
         self.effector_weights = self._weights(effector_weights or {})
         self._lower = chain.lower.tolist()
         self._upper = chain.upper.tolist()
@@ -853,15 +861,32 @@ class IkSolver:
                    for name, goal in zip(self.chain.effector_names, targets)]
         stretch, floors = (tree.stretched(targets, start, self.tolerance) if not free_root
                            else ({}, [0.0] * len(targets)))
-        fits = self._fits
-        if stretch:
-            fits = [next_fit if all(point in stretch for point in tree.fit_points(whole_fit))
-                    else fit
-                    for fit, whole_fit, next_fit in zip(fits, tree.whole_fit, tree.next_fit)]
-        solve = _Solve(self, goals, weights, floors, stretch, fits, free_root, trace, deadline)
-        solve.attempt(start)
-        self._restart(solve, start, bool(stretch))
-        return self._result(solve.best, targets, solve)
+        # Groups that share no joint with a target out of reach are solved first, on their
+        # own: restarts and stall tests then see only them, and they reach their targets
+        # as if the far ones were not there. Then the groups out of reach, stretched.
+        far = tuple(group for group in self._groups
+                    if any(floors[i] for i in group.effectors))
+        near = tuple(group for group in self._groups if group not in far)
+        passes = [(groups, pass_stretch) for groups, pass_stretch
+                  in ((near, {}), (far, stretch)) if groups]
+        # Meanwhile the groups of the second pass stay at the seed.
+        waiting = [i for group in far for i in group.effectors] if near else []
+        rest = start.q, sum(weights[i] * math.dist(
+            goals[i], start.points[tree.effectors[i].point]) ** 2 for i in waiting)
+        solve = None
+        for groups, pass_stretch in passes:
+            fits = self._fits
+            if pass_stretch:
+                fits = [next_fit if all(point in pass_stretch
+                                        for point in tree.fit_points(whole_fit)) else fit
+                        for fit, whole_fit, next_fit in zip(fits, tree.whole_fit,
+                                                            tree.next_fit)]
+            solve = _Solve(self, groups, goals, weights, floors, pass_stretch, fits, free_root,
+                           rest, trace, deadline, solve)
+            solve.attempt(start)
+            self._restart(solve, start, bool(pass_stretch))
+            rest = solve.pose(), solve.best_fit.objective
+        return self._result(solve.final(), targets, solve)
 
     def _restart(self, solve: _Solve, start: _State, stretch: bool) -> None:
         """
@@ -874,7 +899,7 @@ class IkSolver:
         same residual) and the best pose is the answer; restarts that end farther off (in
         another basin) neither confirm nor refute it.
         """
-        tracking = solve.initial_error <= self.closing_radius
+        tracking = solve.initial_miss <= self.closing_radius
         patience = self.restart_error if tracking else self.tolerance
         margin = max(self.tolerance, _AGREE * self.reach)
         if self.unreachable_after is not None:
@@ -885,7 +910,7 @@ class IkSolver:
         while solve.restarts < self.max_restarts and confirmed != self.unreachable_after \
                 and solve.has_budget():
             before = solve.best_fit.miss
-            if before > patience and not stretch:
+            if before > patience:
                 # First from the best pose with the joints it pinned at a limit released to
                 # mid-range (an elbow stuck straight, bent the wrong way), then at random.
                 seed = self._released(solve.best.q) if not solve.restarts else next(random_seeds)
@@ -961,48 +986,111 @@ class _Score(NamedTuple):
     error: float                # metres, the largest d_i
     excess: float               # metres, sqrt(sum w_i e_i^2), e_i = d_i above its floor
     distances: list[float]      # metres, d_i per effector
-    miss: float                 # metres, the largest d_i whose target is not beyond reach
+    miss: float                 # metres, the largest d_i in groups with no target beyond
+    #                             reach (see _Group)
+    shares: tuple[float, ...]   # m^2, each group's part of the objective (if several)
+
+
+class _Group(NamedTuple):
+    """Effectors that share joints, transitively; different groups share none."""
+
+    effectors: tuple[int, ...]
+    coordinates: tuple[int, ...]    # the independent joints that move them
+
+
+def _independent_groups(moves: np.ndarray) -> tuple[_Group, ...]:
+    """
+    Return the effectors in groups that share no joint: independent sub-problems.
+
+    moves: (m, n) bool, which independent joints move each effector (Chain.moves_effector).
+    """
+    groups: list[tuple[set[int], set[int]]] = []
+    for effector, row in enumerate(moves):
+        effectors, coordinates = {effector}, set(np.flatnonzero(row).tolist())
+        for other in [group for group in groups if group[1] & coordinates]:
+            groups.remove(other)
+            effectors |= other[0]
+            coordinates |= other[1]
+        groups.append((effectors, coordinates))
+    return tuple(sorted(_Group(tuple(sorted(e)), tuple(sorted(c))) for e, c in groups))
 
 
 class _Solve:
     """
-    One IkSolver.solve call: the goals, the stages, the counters and the error history.
+    One pass of an IkSolver.solve call: the goals, the stages, the counters and the history.
+
+    A pass solves some groups of effectors (see _Group); the others keep their joints.
 
     The solver minimises sum w_i d_i^2 over the goals (effectors with a target, and those
     holding their pose; d_i metres, w_i weights). `floors` are lower bounds of each d_i:
     the distance by which a target lies beyond its effector's reach. FABRIK's gain, the
     closing step's damping and its stall test are measured on the excess over them, per
-    effector, so unreachable targets converge like reachable ones, and an effector whose
-    target is far out of reach neither slows nor stops the others.
+    effector, so unreachable targets converge like reachable ones.
+
+    goals, weights, floors: per effector of the chain; the pass takes its groups' share.
+    rest: the pose of the joints the pass does not own (moving the other groups, or no
+    effector) and the other groups' objective, for the history and the final pose.
+    previous: the pass before (its counters, history and budget go on here).
     """
 
-    def __init__(self, solver: IkSolver, goals: list[tuple[float, float, float]],
+    def __init__(self, solver: IkSolver, groups: tuple[_Group, ...],
+                 goals: list[tuple[float, float, float]],
                  weights: list[float], floors: list[float],
                  stretch: dict[int, tuple[float, float, float]],
-                 fits: list[_Fit], free_root: bool,
-                 trace: bool, deadline: float) -> None:
+                 fits: list[_Fit], free_root: bool, rest: tuple[list[float], float],
+                 trace: bool, deadline: float, previous: _Solve | None = None) -> None:
         self.solver = solver
         self.tree = solver._tree
-        self.goals = goals
-        self.weights = weights
-        self.goal_points = [effector.point for effector in self.tree.effectors]
-        self.floors = floors
-        self.out_of_reach = any(floors)
+        effectors = sorted(effector for group in groups for effector in group.effectors)
+        self.effectors = effectors
+        self.goals = [goals[i] for i in effectors]
+        self.weights = [weights[i] for i in effectors]
+        self.goal_points = [self.tree.effectors[i].point for i in effectors]
+        self.floors = [floors[i] for i in effectors]
+        self.out_of_reach = any(self.floors)
         self.stretch = stretch
         self.fits = fits
         self.free_root = free_root
         self.deadline = deadline
-        self.timed_out = False
-        self.point_weights = self.tree.subtree_weights(weights)
-        self.fabrik_iterations = 0
-        self.closing_steps = 0
-        self.restarts = 0
-        self.fabrik_error = math.nan
-        self.history: list[float] = []
-        self.trace: list[np.ndarray] | None = [] if trace else None
-        self.best: _State | None = None
-        self.best_fit = _Score(math.inf, math.inf, math.inf, [], math.inf)
-        self.initial_error = math.nan
+        self.point_weights = self.tree.subtree_weights(self.goal_points, self.weights)
+        local = {effector: index for index, effector in enumerate(effectors)}
+        self.groups = tuple(_Group(tuple(map(local.__getitem__, group.effectors)),
+                                   group.coordinates) for group in groups)
+        self.owned = [c for group in groups for c in group.coordinates]
+        self.rest_q, self.rest_objective = rest
+        # Restarts are decided on the effectors whose group has no target out of reach.
+        self.judged = [index for group in self.groups
+                       if not any(self.floors[i] for i in group.effectors)
+                       for index in group.effectors]
+        self._best: _State | None = None
+        self._best_q: list[float] = []
+        self._best_base = (0.0, 0.0, 0.0)
+        self.best_fit = _Score(math.inf, math.inf, math.inf, [], math.inf,
+                               (math.inf,) * len(groups))
+        self.initial_miss = math.nan   # metres, Score.miss at the pass's seed
+        if previous is None:
+            self.timed_out = False
+            self.fabrik_iterations = self.closing_steps = self.restarts = 0
+            self.initial_error = 0.0
+            self.fabrik_error = math.nan
+            self.history: list[float] = []
+            self.trace: list[np.ndarray] | None = [] if trace else None
+        else:
+            for name in ('timed_out', 'fabrik_iterations', 'closing_steps', 'restarts',
+                         'initial_error', 'fabrik_error', 'history', 'trace'):
+                setattr(self, name, getattr(previous, name))
+
+    def pose(self) -> list[float]:
+        """Return the best pose: the pass's joints from its best, the others from rest."""
+        q = list(self.rest_q)
+        for coordinate in self.owned:
+            q[coordinate] = self._best_q[coordinate]
+        return q
+
+    def final(self) -> _State:
+        """Return the best pose of the whole solve, with its forward kinematics."""
+        q = self.pose()
+        return self.best if q == self._best_q else self.tree.sweep(q, self._best_base)
 
     @property
     def best_error(self) -> float:
@@ -1018,27 +1106,58 @@ class _Solve:
             self.timed_out = True
         return not self.timed_out
 
+    @property
+    def best(self) -> _State:
+        """Return the best pose (its forward kinematics computed once it is asked for)."""
+        if self._best is None:
+            self._best = self.tree.sweep(self._best_q, self._best_base)
+        return self._best
+
     def measure(self, state: _State) -> _Score:
         """Return how well the state meets the goals."""
         points = state.points
-        distances = [math.dist(goal, points[p]) for goal, p in zip(self.goals, self.goal_points)]
-        objective = sum(w * d * d for w, d in zip(self.weights, distances))
+        return self.score([math.dist(goal, points[p])
+                           for goal, p in zip(self.goals, self.goal_points)])
+
+    def score(self, distances: list[float]) -> _Score:
+        """Return how well a pose whose effectors are `distances` from their goals does."""
+        terms = [w * d * d for w, d in zip(self.weights, distances)]
+        objective = sum(terms)
+        shares = tuple(sum(terms[i] for i in group.effectors) for group in self.groups) \
+            if len(self.groups) > 1 else ()
         error = max(distances)
         if self.out_of_reach:
             excess = math.sqrt(sum(w * max(d - f, 0.0) ** 2 for w, d, f
                                    in zip(self.weights, distances, self.floors)))
-            miss = max((d for d, f in zip(distances, self.floors) if not f), default=0.0)
+            miss = max((distances[i] for i in self.judged), default=0.0)
         else:
             excess, miss = math.sqrt(objective), error
-        return _Score(objective, error, max(excess, 1e-15), distances, miss)
+        return _Score(objective, error, max(excess, 1e-15), distances, miss, shares)
 
     def _accept(self, state: _State, fit: _Score) -> None:
-        """Keep the state if it is the best so far; log the best error (and pose)."""
-        if fit.objective < self.best_fit.objective:
-            self.best, self.best_fit = state, fit
-        self.history.append(math.sqrt(self.best_fit.objective))
+        """
+        Keep the state if it is the best so far; log the best error (and pose).
+
+        Groups of effectors that share no joint are independent: where the state is better
+        for some groups only, their joints are taken into the best pose, the others kept.
+        """
+        best = self.best_fit
+        better = [group for group, share, best_share in zip(self.groups, fit.shares, best.shares)
+                  if share < best_share]
+        if 0 < len(better) < len(self.groups):
+            q, distances = list(self._best_q), list(best.distances)
+            for group in better:
+                for coordinate in group.coordinates:
+                    q[coordinate] = state.q[coordinate]
+                for effector in group.effectors:
+                    distances[effector] = fit.distances[effector]
+            self._best_q, self._best, self.best_fit = q, None, self.score(distances)
+        elif fit.objective < best.objective:
+            self._best_q, self._best_base, self._best, self.best_fit = \
+                state.q, state.base, state, fit
+        self.history.append(math.sqrt(self.best_fit.objective + self.rest_objective))
         if self.trace is not None:
-            self.trace.append(np.array(self.best.q))
+            self.trace.append(np.array(self.pose()))
 
     def attempt(self, state: _State, polish: bool = False, band: float = 0.0) -> float:
         """
@@ -1052,16 +1171,18 @@ class _Solve:
         solver = self.solver
         tolerance = solver.tolerance
         fit = self.measure(state)
-        if not self.history:
-            self.initial_error = fit.error
+        if math.isnan(self.initial_miss):
+            self.initial_miss = fit.miss
+            self.initial_error = max(self.initial_error, fit.error)
         if not polish:      # a polish starts from the best pose, logged already
             self._accept(state, fit)
         # Out of reach, FABRIK's next-point fit finishes the straight line itself.
         closing_radius = solver.closing_radius if not self.stretch else 0.0
         if fit.excess > closing_radius and not polish:
             while self._open(fit) and self.has_budget():
-                desired, base = self.tree.reach_back(state, self.goals, self.stretch,
-                                                     self.free_root, self.point_weights)
+                desired, base = self.tree.reach_back(state, self.goal_points, self.goals,
+                                                     self.stretch, self.free_root,
+                                                     self.point_weights)
                 candidate = self.tree.sweep(state.q, base, desired, state, self.fits)
                 new_fit = self.measure(candidate)
                 if new_fit.objective >= fit.objective:
@@ -1113,7 +1234,7 @@ class _Solve:
         """
         tree = self.tree
         lower, upper = self.solver._lower, self.solver._upper
-        rows = tree.jacobian(state, self.free_root)
+        rows = tree.jacobian(state, self.free_root, self.effectors)
         # Aim each effector at most its excess over its floor toward its target: for a
         # target out of reach the linear model is only good for that far, not for the
         # whole distance (and the others' residuals are not shrunk with it).

@@ -270,13 +270,16 @@ class TestTracking:
         assert max(error for _, _, _, error in solves) <= 1e-3
 
 
-def out_of_reach_problem(real: Real, integer: Integer, narrow: bool = True):
+def out_of_reach_problem(real: Real, integer: Integer, narrow: bool = True,
+                         others_move: bool = False):
     """
     Return a random tree, a seed, targets, and which effectors are out of reach.
 
     A random non-empty subset of effectors (not all) gets targets 10 m out, far beyond any
-    reach; the others hold (no target). Returns (chain, seed, targets, far, shared):
-    shared marks the effectors that share a joint with a far one (the far ones included).
+    reach; the others hold (no target), or with `others_move` those that share no joint
+    with a far one get reachable targets (FK of a random pose). Returns (chain, seed,
+    targets, far, shared): shared marks the effectors that share a joint with a far one
+    (the far ones included).
     """
     chain = random_tree(real, integer, narrow)
     seed = random_pose(chain, real)
@@ -286,6 +289,8 @@ def out_of_reach_problem(real: Real, integer: Integer, narrow: bool = True):
         far[integer(0, len(far) - 1)] = True
     shared = np.any(chain.moves_effector[:, chain.moves_effector[far].any(axis=0)], axis=1)
     targets = np.full((len(chain.effectors), 3), math.nan)
+    if others_move:
+        targets[~shared] = chain.effector_positions(random_pose(chain, real))[~shared]
     for index in np.flatnonzero(far):
         direction = np.array([real(-1.0, 1.0) for _ in range(3)]) + [0.0, 0.0, 1e-3]
         targets[index] = 10.0 * direction / np.linalg.norm(direction)
@@ -306,6 +311,24 @@ class TestOutOfReachBranches:
                                - chain.effector_positions(seed), axis=1)
         assert np.all(drift[~shared] <= TOLERANCE)
         assert np.all(np.isfinite(result.errors[far]))
+
+    def test_effectors_sharing_no_joint_with_those_out_of_reach_reach_their_targets(self):
+        # A rate on plain random samples, as in TestTrees: any subset of effectors out of
+        # reach, the others that share no joint with them sent to reachable targets; they
+        # must reach them as if the far targets were not there.
+        real, integer = plain_draws(2012)
+        samples = misses = 0
+        while samples < REACH_SAMPLES:
+            chain, seed, targets, far, shared = out_of_reach_problem(
+                real, integer, narrow=False, others_move=True)
+            if shared.all():
+                continue
+            samples += 1
+            result = IkSolver(chain).solve(targets, seed)
+            assert_within_limits(chain, result.q)
+            assert np.all(result.errors[far] > 1.0)
+            misses += bool(np.any(result.errors[~shared] > TOLERANCE))
+        assert misses <= REACH_MISSES_ALLOWED
 
     def test_a_spider_leg_sent_far_away_leaves_the_other_feet_on_their_targets(self):
         spider = robot('spider')
