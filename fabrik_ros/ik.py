@@ -926,7 +926,8 @@ class IkSolver:
                 confirmed = 0
             elif ended < before + margin:
                 confirmed += 1
-        if solve.best_error > self.tolerance:
+        if solve.best_error > self.tolerance and not stretch:
+            # Explored attempts stopped early (see _EXPLORE_STALL); out of reach they did not.
             solve.attempt(solve.best, polish=True)
 
     def _nudged(self, q: list[float]) -> list[float]:
@@ -1123,8 +1124,9 @@ class _Solve:
         """Return how well a pose whose effectors are `distances` from their goals does."""
         terms = [w * d * d for w, d in zip(self.weights, distances)]
         objective = sum(terms)
-        shares = tuple(sum(terms[i] for i in group.effectors) for group in self.groups) \
-            if len(self.groups) > 1 else ()
+        shares = ()
+        if len(self.groups) > 1:
+            shares = tuple(sum(terms[i] for i in group.effectors) for group in self.groups)
         error = max(distances)
         if self.out_of_reach:
             excess = math.sqrt(sum(w * max(d - f, 0.0) ** 2 for w, d, f
@@ -1206,14 +1208,14 @@ class _Solve:
                 break
             state, new_fit, damping = step
             gained = fit.excess - new_fit.excess
-            excess = fit.excess
+            excess, error = fit.excess, fit.error
             fit = new_fit
             closing += 1
             self.closing_steps += 1
             self._accept(state, fit)
             if explore and fit.miss < band:
                 explore = _CONFIRM_STALL
-            if gained < _STALL * tolerance + (_STALL_RELATIVE + explore) * excess:
+            if gained < _STALL * tolerance + _STALL_RELATIVE * error + explore * excess:
                 break
         return fit.miss
 
