@@ -17,7 +17,12 @@ For config/dual_arm.yaml (two arms on a torso) and config/spider.yaml (six legs)
 - tracking: warm-started solves along smooth closed paths (FK of slow joint sinusoids, so
   every target is reachable), every effector's target changed together per step or one
   effector's per solve (targets in their own messages): success, time per solve, the
-  largest joint jump between solves and how many solves jump more than 0.2 rad (a flip).
+  largest joint jump between solves and how many solves jump more than 0.2 rad (a flip);
+- the hard cases (issue 12), now and with the solver of git revision --baseline in the same
+  run: the spider with one leg sent 2 reaches out and the other feet at reachable targets
+  (the other feet's errors), the dual arm with one tool sent 2 m away while the other holds
+  (the held tool's drift), and the spider's free body under feet targets shifted 0.2 to
+  0.5 m sideways (time, success, how far the body travelled against the shift).
 
 Prints markdown tables and writes bench/results/tree_bench.json. Timing as in ik_bench.py.
 """
@@ -34,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fabrik_ros.chain import Chain  # noqa: E402
 from fabrik_ros.config import chain_from_parameters, load_config  # noqa: E402
 from fabrik_ros.ik import IkSolver  # noqa: E402
-from ik_bench import limit_violation, publish, random_poses, REPO, SEED, SUCCESS_M, summary, \
-    table, timed_solve  # noqa: E402
+from ik_bench import baseline_solver, limit_violation, publish, random_poses, REPO, SEED, \
+    SUCCESS_M, summary, table, timed_solve  # noqa: E402
 import numpy as np  # noqa: E402
 
 ROBOTS = ('dual_arm', 'spider')
@@ -142,11 +147,85 @@ def tracking(chain: Chain, paths: int, steps: int, rng: np.random.Generator
     return results
 
 
+def one_leg_far(chain: Chain, solver: IkSolver, targets: int, rng: np.random.Generator
+                ) -> dict[str, Any]:
+    """Send one random leg 2 reaches out; the other feet get FK targets of a random pose."""
+    reach = max(effector.reach for effector in IkSolver(chain)._tree.effectors)
+    times, others = [], []
+    for pose in random_poses(chain, targets, rng):
+        goal = chain.effector_positions(pose)
+        leg = int(rng.integers(len(goal)))
+        goal[leg] *= 1.0 + 2.0 * reach / np.linalg.norm(goal[leg])
+        result, micros = timed_solve(solver, goal, None)
+        times.append(micros)
+        others.append(float(np.max(np.delete(result.errors, leg))))
+    others = np.array(others)
+    return {'targets': targets, **summary(times),
+            'others_within_tolerance_rate': float(np.mean(others <= 1e-4)),
+            'others_median_error_m': float(np.median(others)),
+            'others_max_error_m': float(others.max())}
+
+
+def held_against_far(chain: Chain, solver: IkSolver, targets: int, rng: np.random.Generator
+                     ) -> dict[str, Any]:
+    """Send the first tool 2 m away in a random direction; the second holds its pose."""
+    times, drifts = [], []
+    for seed in random_poses(chain, targets, rng):
+        start = chain.effector_positions(seed)
+        direction = rng.normal(size=3)
+        goal = np.full_like(start, np.nan)
+        goal[0] = start[0] + 2.0 * direction / np.linalg.norm(direction)
+        result, micros = timed_solve(solver, goal, seed)
+        times.append(micros)
+        drifts.append(float(np.linalg.norm(chain.effector_positions(result.q)[1] - start[1])))
+    return {'targets': targets, **summary(times),
+            'held_median_drift_m': float(np.median(drifts)),
+            'held_max_drift_m': float(max(drifts))}
+
+
+def free_body(chain: Chain, solver: IkSolver, targets: int, rng: np.random.Generator
+              ) -> dict[str, Any]:
+    """Shift every foot's target 0.2 to 0.5 m sideways: the free body follows its feet."""
+    times, worst, travel = [], [], []
+    for pose in random_poses(chain, targets, rng):
+        heading = rng.uniform(0.0, 2.0 * np.pi)
+        shift = rng.uniform(0.2, 0.5) * np.array([np.cos(heading), np.sin(heading), 0.0])
+        result, micros = timed_solve(solver, chain.effector_positions(pose) + shift, None)
+        times.append(micros)
+        worst.append(result.error)
+        travel.append(float(result.base_position @ shift / (shift @ shift)))
+    return {'targets': targets, **summary(times),
+            'success_rate_all_effectors': float(np.mean(np.array(worst) <= SUCCESS_M)),
+            'median_body_travel_over_shift': float(np.median(travel))}
+
+
+HARD_CASES = {'spider': {'one_leg_far': (one_leg_far, {}),
+                         'free_body': (free_body, {'root': 'free'})},
+              'dual_arm': {'held_against_far': (held_against_far, {})}}
+
+
+def hard_cases(name: str, chain: Chain, count: int, baseline: type | None) -> dict[str, Any]:
+    """Run the robot's hard cases with the current solver and the baseline, same targets."""
+    out: dict[str, Any] = {}
+    for case, (run, options) in HARD_CASES[name].items():
+        for who, solver_class in (('now', IkSolver), ('before', baseline)):
+            if solver_class is not None:
+                out[f'{who}_{case}'] = run(chain, solver_class(chain, **options), count,
+                                           np.random.default_rng(SEED))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark, print the tables and write the JSON results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument('--targets', type=int, default=300)
-    count = parser.parse_args(argv).targets
+    parser.add_argument('--baseline', default='main', help='git revision whose solver the '
+                        "hard cases are compared with in the same run ('' for none)")
+    parser.add_argument('--hard-only', action='store_true',
+                        help='only the hard cases (issue 12), written to tree_hard_bench.json')
+    args = parser.parse_args(argv)
+    count = args.targets
+    baseline = baseline_solver(args.baseline) if args.baseline else None
     results: dict[str, Any] = {'settings': {'success_m': SUCCESS_M, 'seed': SEED},
                                'robots': {}}
     for name in ROBOTS:
@@ -154,18 +233,46 @@ def main(argv: list[str] | None = None) -> None:
         rng = np.random.default_rng(SEED)
         print(f'{name}: {chain.dof} joints, {len(chain.effectors)} effectors ...',
               file=sys.stderr)
-        entry = {
-            'dof': chain.dof, 'effectors': len(chain.effectors),
-            'simultaneous': simultaneous(chain, IkSolver(chain), count, rng),
-            'one_moves_others_hold': one_moves_others_hold(chain, count // 3, rng),
-            'conflicting_out_of_reach': conflicting(chain, count // 3, rng),
-            'tracking': tracking(chain, 5, 201, rng),
-        }
-        if name == 'spider':
-            entry['simultaneous_free_root'] = simultaneous(
-                chain, IkSolver(chain, root='free'), count, rng)
+        entry: dict[str, Any] = {'dof': chain.dof, 'effectors': len(chain.effectors)}
+        if not args.hard_only:
+            entry.update({
+                'simultaneous': simultaneous(chain, IkSolver(chain), count, rng),
+                'one_moves_others_hold': one_moves_others_hold(chain, count // 3, rng),
+                'conflicting_out_of_reach': conflicting(chain, count // 3, rng),
+                'tracking': tracking(chain, 5, 201, rng),
+            })
+            if name == 'spider':
+                entry['simultaneous_free_root'] = simultaneous(
+                    chain, IkSolver(chain, root='free'), count, rng)
+        entry['hard_cases'] = hard_cases(name, chain, count // 3, baseline)
         results['robots'][name] = entry
-    publish(results, report(results), 'tree_bench.json')
+    tables = hard_report(results)
+    if not args.hard_only:
+        tables = report(results) + '\n\n' + tables
+    publish(results, tables, 'tree_hard_bench.json' if args.hard_only else 'tree_bench.json')
+
+
+def hard_report(results: dict[str, Any]) -> str:
+    """Return the markdown table of the hard cases, now and before, same run."""
+    rows = []
+    for name, r in results['robots'].items():
+        hard = r['hard_cases']
+        for key, h in hard.items():
+            who, case = key.split('_', 1)
+            if case == 'one_leg_far':
+                outcome = (f"others within 0.1 mm: {h['others_within_tolerance_rate']:.0%}, "
+                           f"median / max error {h['others_median_error_m'] * 1e3:.3f} / "
+                           f"{h['others_max_error_m'] * 1e3:.1f} mm")
+            elif case == 'held_against_far':
+                outcome = (f"held tool drift median / max {h['held_median_drift_m'] * 1e3:.2f}"
+                           f" / {h['held_max_drift_m'] * 1e3:.1f} mm")
+            else:
+                outcome = (f"all feet within 1 mm: {h['success_rate_all_effectors']:.0%}, body "
+                           f"travel / shift (median) {h['median_body_travel_over_shift']:.2f}")
+            rows.append([name, case.replace('_', ' '), who, str(h['targets']),
+                         f"{h['median_us']:.0f} / {h['p95_us']:.0f}", outcome])
+    return table(rows, ['robot', 'hard case', 'solver', 'solves', 'median / p95 µs',
+                        'outcome'])
 
 
 def report(results: dict[str, Any]) -> str:
