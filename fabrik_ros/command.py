@@ -70,8 +70,13 @@ class CommandStream:
     It heads for the latest IK solution (the goal) within the motion limits, or holds:
     brakes to a stop at the acceleration limit and stays there, the goal forgotten, until
     a new goal comes. With `dt` None (no command rate) each step jumps toward the goal,
-    held back only by the position limits and the max joint step. Commands never leave
-    the position limits.
+    held back only by the position limits and the max joint step.
+
+    Limits that change take force without a jump: a joint outside a narrowed position
+    range, or too fast for a narrowed velocity or acceleration limit, moves into the new
+    limits within the old ones (the range in force spans the joint and where it can stop,
+    and shrinks to the new range as the joint gets there). Commands never leave the
+    widest of the old and new position ranges.
     """
 
     def __init__(self, limits: MotionLimits, dt: float | None) -> None:
@@ -82,18 +87,24 @@ class CommandStream:
         self.goal: np.ndarray | None = None
         self.hold_reason = ''  # why it holds; '' while it follows a goal or has none
         self._stop: np.ndarray | None = None  # where it holds
+        # Acceleration in force while new limits take over (None: the limits are in force).
+        self._acceleration: np.ndarray | None = None
+        self.limits = limits
         self.set_limits(limits)
 
     def set_limits(self, limits: MotionLimits) -> None:
-        """Use new limits from the next step; the command is clipped into them now."""
+        """Head into new limits from the next step on (see the class docstring)."""
+        in_force = self.limits.max_acceleration if self._acceleration is None \
+            else self._acceleration
         self.limits = limits
         # Without a command rate, velocity and acceleration are the controller's business.
         self._jump_limits = MotionLimits.create(limits.lower, limits.upper,
                                                 max_step=limits.max_step)
         self._unguarded = bool(np.all(np.isinf(limits.max_step)))
         if self.position is not None:
-            self.position = np.clip(self.position, limits.lower, limits.upper)
-            self._stop = np.clip(self._stop, limits.lower, limits.upper)
+            self._acceleration = np.maximum(in_force, limits.max_acceleration)
+            # Holding: brake from here under the new limits (into a narrowed range).
+            self._stop = stopping_point(self.position, self.velocity, limits, self.dt or 0.0)
         if self.goal is not None:
             self.goal = np.clip(self.goal, limits.lower, limits.upper)
 
@@ -103,6 +114,7 @@ class CommandStream:
                                 self.limits.upper)
         self.velocity = np.zeros(self.limits.size)
         self._stop = self.position.copy()
+        self._acceleration = None
         self.goal = None
         self.hold_reason = ''
 
@@ -123,15 +135,50 @@ class CommandStream:
     def step(self) -> np.ndarray:
         """Advance one command; return the new position (the stream must be started)."""
         target = self.goal if self.goal is not None else self._stop
+        limits = self.limits if self._acceleration is None else self._limits_in_force()
         if self.dt is None and self._unguarded:
             self.position = target  # already within the limits: the jump is the command
         elif self.dt is None:
+            jump = self._jump_limits if limits is self.limits else MotionLimits(
+                limits.lower, limits.upper, self._jump_limits.max_velocity,
+                self._jump_limits.max_acceleration, limits.max_step)
             self.position, _ = limit_step(self.position, np.zeros(self.limits.size), target,
-                                          1.0, self._jump_limits)
+                                          1.0, jump)
         else:
             self.position, self.velocity = limit_step(self.position, self.velocity, target,
-                                                      self.dt, self.limits)
+                                                      self.dt, limits)
         return self.position
+
+    def _limits_in_force(self) -> MotionLimits:
+        """
+        Return the limits of this step while new ones take over (after set_limits).
+
+        Per joint, the acceleration in force falls to the new limit as soon as that still
+        stops the joint within the new range, never rising above the one before; the
+        position range in force spans the new range, the joint and where it stops at that
+        acceleration. Once the new limits hold for every joint they are in force alone.
+        """
+        limits, position, velocity = self.limits, self.position, self.velocity
+        dt = self.dt or 0.0
+        with np.errstate(divide='ignore', invalid='ignore'):
+            room = np.where(velocity > 0.0, limits.upper - position, position - limits.lower)
+            room = room - np.abs(velocity) * dt / 2.0
+            needed = np.where(velocity == 0.0, 0.0, np.where(
+                room > 0.0, velocity * velocity / (2.0 * room), np.inf))
+            acceleration = np.minimum(self._acceleration,
+                                      np.maximum(limits.max_acceleration, needed))
+            braking = np.where(np.isinf(acceleration), 0.0,
+                               velocity * np.abs(velocity) / (2.0 * acceleration)
+                               + velocity * dt / 2.0)
+        stop = position + braking
+        lower = np.minimum(limits.lower, np.minimum(position, stop))
+        upper = np.maximum(limits.upper, np.maximum(position, stop))
+        self._acceleration = acceleration
+        if (np.array_equal(acceleration, limits.max_acceleration)
+                and np.array_equal(lower, limits.lower) and np.array_equal(upper, limits.upper)):
+            self._acceleration = None  # the new limits hold: from now on they alone apply
+            return limits
+        return MotionLimits(lower, upper, limits.max_velocity, acceleration, limits.max_step)
 
     def duration(self, previous: np.ndarray) -> float:
         """Return how long the last step takes: dt, or the limits' time from `previous`."""

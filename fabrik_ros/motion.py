@@ -135,8 +135,9 @@ def limit_step(position: np.ndarray, velocity: np.ndarray, target: np.ndarray, d
     wanted = np.sign(offset) * np.minimum(
         top_speed, np.minimum(distance / dt, braking_speed(distance, limits.max_acceleration, dt)))
     speed_change = limits.max_acceleration * dt * (1.0 + _ACCELERATION_SLACK)
-    new_velocity = np.clip(np.clip(wanted, velocity - speed_change, velocity + speed_change),
-                           -top_speed, top_speed)
+    # Acceleration last: a joint faster than a velocity limit that just narrowed slows
+    # down to it at the acceleration limit instead of dropping to it in one step.
+    new_velocity = np.clip(wanted, velocity - speed_change, velocity + speed_change)
     step = new_velocity * dt
     # Land exactly on the target instead of a rounding error short of or past it.
     lands = np.abs(step - offset) <= 1e-9 * distance
