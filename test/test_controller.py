@@ -1,0 +1,387 @@
+"""
+The IK controller's safety contract, proven over random event sequences (issue #9).
+
+Specification (README, "Safety contract"): every command lies within the position limits
+in force; consecutive commands stay within the velocity and acceleration limits in force,
+and a limit that narrows is reached within the old ones, never jumped to; while feedback
+is stale nothing but braking happens, and the command restarts where the arm is measured;
+a forgotten target is never solved again. Time is an argument: no test sleeps.
+"""
+
+import math
+
+from fabrik_ros.chain import Chain
+from fabrik_ros.controller import IkController, model_limits, Settings, Target
+from fabrik_ros.motion import time_to_reach
+from hypothesis import event, HealthCheck, settings, strategies as st
+from hypothesis.stateful import (initialize, invariant, precondition, rule,
+                                 RuleBasedStateMachine)
+import numpy as np
+import pytest
+
+DT = 0.01  # seconds, command period of the streaming controllers
+SLACK = 1e-9  # relative slack on floating-point comparisons
+BASE = {'tolerance': 1e-3, 'max_iterations': 20, 'max_restarts': 1, 'max_joint_step': math.inf,
+        'target_timeout': 0.0, 'feedback_timeout': 0.3, 'target_window': 0.0,
+        'default_max_velocity': 5.0, 'default_max_acceleration': 200.0}
+
+
+def serial_arm() -> Chain:
+    """Return a 4-joint arm of two two-axis segments, 0.2 m each."""
+    return Chain.from_parameters(2, [0.2], joint_type='two_axis', joint_limit=[2.0],
+                                 max_velocity=8.0, base_link='base', tip_link='tip')
+
+
+def two_legs() -> Chain:
+    """Return a tree of two 2-joint legs (two effectors)."""
+    return Chain.from_parameters(2, [0.15], joint_type='hinge', joint_limit=[2.0],
+                                 max_velocity=8.0, legs=2, body_radius=0.1,
+                                 base_link='base', tip_link=['foot0', 'foot1'])
+
+
+def make_settings(model: Chain, **values: object) -> Settings:
+    """Return Settings of BASE with `values` (joint_limits.* included) for `model`."""
+    return Settings.from_parameters(model, {**BASE, **values})
+
+
+class ControllerContract(RuleBasedStateMachine):
+    """Random targets, feedback gaps and jumps, limit changes, services and time steps."""
+
+    @initialize(tree=st.booleans(), streaming=st.booleans(), feedback=st.booleans(),
+                window=st.sampled_from([0.0, 0.02]), timeout=st.sampled_from([0.0, 0.5]),
+                max_step=st.sampled_from([math.inf, 0.05]))
+    def start(self, tree, streaming, feedback, window, timeout, max_step):
+        self.model = two_legs() if tree else serial_arm()
+        self.now = 0.0
+        self.values = {'target_window': window, 'target_timeout': timeout,
+                       'max_joint_step': max_step}
+        self.settings = make_settings(self.model, **self.values)
+        self.controller = IkController(self.settings, self.now,
+                                       command_period=DT if streaming else None,
+                                       feedback=feedback)
+        self.streaming, self.feedback = streaming, feedback
+        self.hard_lower, self.hard_upper = self.model.lower, self.model.upper
+        self.previous = None if feedback else self.model.neutral()  # last command
+        self.velocity = np.zeros(self.model.dof)  # of the last command, rad/s
+        self.inside = np.ones(self.model.dof, dtype=bool)  # within the range in force
+        self.acceleration_bound = self.settings.motion.max_acceleration.copy()
+        self.velocity_bound = self.settings.motion.max_velocity.copy()
+        self.measured_time = -math.inf
+        self.measured = None
+        self.live: list[np.ndarray | None] = [None] * len(self.model.effectors)
+        self.last_target_time = -math.inf
+        self.stale_since_command = False
+
+    # ---- the checks -------------------------------------------------------------------
+
+    def stale(self) -> bool:
+        return self.feedback and self.now - self.measured_time > self.settings.feedback_timeout
+
+    def forget(self) -> None:
+        self.live = [None] * len(self.live)
+
+    def resync(self, position: np.ndarray) -> None:
+        """Record that the command restarted at rest at `position` (measured or last commanded)."""
+        motion = self.controller.settings.motion
+        self.previous = np.clip(position, motion.lower, motion.upper)
+        self.velocity = np.zeros(self.model.dof)
+        self.inside[:] = True
+
+    def check_command(self, update) -> None:
+        command = update.command
+        if command is None:
+            return
+        event('command')
+        position = command.position
+        motion = self.controller.settings.motion
+        assert self.previous is not None, 'a command before the stream had a start'
+        assert np.all(position >= self.hard_lower) and np.all(position <= self.hard_upper)
+        inside = (position >= motion.lower) & (position <= motion.upper)
+        assert not np.any(self.inside & ~inside), 'left the position range in force'
+        # Joints outside a narrowed range move into it, also while feedback is stale.
+        outside, self.inside = ~self.inside, self.inside | inside
+        step = position - self.previous
+        if self.streaming:
+            velocity = step / DT
+            speed, before = np.abs(velocity), np.abs(self.velocity)
+            limit = np.maximum(self.velocity_bound, before) * (1 + SLACK) + SLACK
+            assert np.all(speed <= limit), 'faster than the velocity limit in force'
+            change = np.abs(velocity - self.velocity)
+            assert np.all(change <= self.acceleration_bound * DT * (1 + 1e-6) + SLACK), \
+                'harder than the acceleration limit in force'
+            if self.stale():  # braking only: no joint speeds up or turns back
+                braking = (speed <= before * (1 + SLACK) + SLACK) & (velocity * self.velocity
+                                                                     >= -SLACK)
+                assert np.all(braking | outside), 'moved while feedback was stale'
+            self.velocity = velocity
+            at_rest = velocity == 0.0
+            self.acceleration_bound = np.where(at_rest, motion.max_acceleration,
+                                               self.acceleration_bound)
+            self.velocity_bound = np.where(speed <= motion.max_velocity,
+                                           motion.max_velocity, self.velocity_bound)
+        else:
+            max_step = motion.max_step * (1 + SLACK) + SLACK
+            assert np.all(np.abs(step) <= max_step), 'jumped past max_joint_step'
+            if self.stale():
+                assert np.all((step == 0.0) | outside), 'moved while feedback was stale'
+        self.previous = position
+
+    def check_solve(self, solves_before: int) -> None:
+        """Check that a solve used the live targets only: nothing forgotten comes back."""
+        if self.controller.solves == solves_before:
+            return
+        event('solve')
+        for live, solved in zip(self.live, self.controller.solved_targets):
+            if live is None:
+                assert np.all(np.isnan(solved)), f'replayed a forgotten target {solved}'
+            else:
+                assert np.array_equal(live, solved)
+
+    def watchdogs(self) -> None:
+        """Mirror of the controller's watchdogs: what a tick or a due window forgets."""
+        timeout = self.settings.target_timeout
+        if self.stale() or (timeout > 0.0 and self.now - self.last_target_time > timeout):
+            self.forget()
+
+    # ---- the events ---------------------------------------------------------------------
+
+    @rule(effector=st.integers(0, 1), xyz=st.tuples(*[st.floats(-0.45, 0.45)] * 3),
+          age=st.one_of(st.none(), st.floats(-1.0, 1.0)))
+    def target(self, effector, xyz, age):
+        effector %= len(self.live)
+        position = np.array(xyz)
+        solves = self.controller.solves
+        update = self.controller.on_target(effector, Target(position), self.now, age)
+        if update.refusal is None:
+            self.live[effector] = position
+            self.last_target_time = self.now
+        elif update.refusal[0] == 'solver':
+            self.forget()
+        self.check_solve(solves)
+        self.check_command(update)
+
+    @rule()
+    def solve_pending(self):
+        due = self.controller.solve_due
+        if due is not None:
+            self.now = max(self.now, due)
+            self.watchdogs()
+        solves = self.controller.solves
+        self.check_command(self.controller.solve_pending(self.now))
+        self.check_solve(solves)
+
+    @rule(seconds=st.sampled_from([DT, DT, DT, 0.03, 0.2, 0.5]), count=st.integers(1, 12))
+    def tick(self, seconds, count):
+        for _ in range(count):
+            self.now += seconds
+            self.watchdogs()
+            self.check_command(self.controller.tick(self.now))
+
+    @precondition(lambda self: self.feedback)
+    @rule(jump=st.booleans(), seed=st.integers(0, 2**16), gap=st.sampled_from([0.0, 0.0, 0.5]))
+    def feedback_arrives(self, jump, seed, gap):
+        self.now += gap
+        if jump or self.previous is None:  # moved by hand, a drive restarted
+            rng = np.random.default_rng(seed)
+            measured = rng.uniform(-2.5, 2.5, self.model.dof)  # may lie beyond the limits
+        else:  # the arm follows its commands
+            measured = self.previous.copy()
+        resyncs = self.stale()
+        self.controller.on_feedback(self.model.joint_names, measured.tolist(), self.now)
+        self.measured_time = self.now
+        if resyncs:
+            self.forget()
+            self.resync(measured)
+            assert np.array_equal(self.controller.stream.position, self.previous)
+
+    @rule(joint=st.integers(0, 3), field=st.sampled_from(['min_position', 'max_position',
+                                                          'max_velocity', 'max_acceleration']),
+          fraction=st.floats(0.05, 1.0))
+    def change_limit(self, joint, field, fraction):
+        name = self.model.joint_names[joint % self.model.dof]
+        model = model_limits(self.model, BASE['default_max_velocity'],
+                             BASE['default_max_acceleration'])
+        key = f'joint_limits.{name}.{field}'
+        value = model[key] * fraction
+        if field == 'max_acceleration':
+            value = 10.0 + 400.0 * fraction  # may widen as well as narrow
+        values = {**self.values, key: value}
+        try:
+            settings = make_settings(self.model, **values)
+        except ValueError:  # e.g. min above max: refused, nothing changes
+            return
+        old = self.controller.settings.motion
+        moving = self.velocity != 0.0
+        self.values, self.settings = values, settings
+        self.controller.configure(settings)
+        new = settings.motion
+        self.acceleration_bound = np.where(
+            moving, np.maximum(self.acceleration_bound, new.max_acceleration),
+            new.max_acceleration)
+        self.velocity_bound = np.maximum(new.max_velocity, np.minimum(
+            np.maximum(old.max_velocity, self.velocity_bound), np.abs(self.velocity)))
+        if self.previous is not None:
+            # A joint stays within the new range if it can still stop there at the
+            # acceleration in force; else it brakes at that, past the range and back.
+            v, p = self.velocity, self.previous
+            room = np.where(v > 0.0, new.upper - p, p - new.lower) - np.abs(v) * DT / 2.0
+            with np.errstate(divide='ignore', invalid='ignore'):
+                needed = np.where(v == 0.0, 0.0, np.where(room > 0.0, v * v / (2.0 * room),
+                                                          np.inf))
+            self.inside = ((p >= new.lower) & (p <= new.upper)
+                           & (needed <= self.acceleration_bound * (1 - 1e-9)))
+            if not self.inside.all():
+                event('a narrowed range leaves a joint outside')
+
+    @rule()
+    def hold(self):
+        self.controller.hold(self.now)
+        self.forget()
+
+    @rule()
+    def disable(self):
+        self.controller.disable(self.now)
+        self.forget()
+
+    @rule()
+    def enable(self):
+        was_enabled = self.controller.enabled
+        ok, _ = self.controller.enable(self.now)
+        if ok and not was_enabled:
+            self.forget()
+            self.resync(self.controller.stream.position)
+
+    @invariant()
+    def silent_while_disabled(self):
+        if not getattr(self, 'controller', None) or self.controller.enabled:
+            return
+        assert self.controller.tick(self.now).command is None
+        self.watchdogs()
+
+
+ControllerContract.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=60, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow])
+test_the_safety_contract_holds_over_random_event_sequences = ControllerContract.TestCase
+
+
+# ---- the bugs of issue #9, one by one --------------------------------------------------
+
+def streaming(model: Chain, feedback: bool = False, **values: object) -> IkController:
+    """Return an enabled controller streaming at 1/DT for `model`."""
+    return IkController(make_settings(model, **values), 0.0, command_period=DT,
+                        feedback=feedback)
+
+
+def run(controller: IkController, start: float, seconds: float) -> np.ndarray:
+    """Tick for `seconds` from `start`; return the (k, n) commands."""
+    steps = int(round(seconds / DT))
+    return np.array([controller.tick(start + DT * (k + 1)).command.position
+                     for k in range(steps)])
+
+
+def test_a_narrowed_position_limit_is_reached_within_the_motion_limits():
+    """Bug 1: narrowing max_position below a joint's command made the command jump."""
+    model = serial_arm()
+    controller = streaming(model, max_joint_step=0.05)
+    q = model.neutral()
+    q[0] = 1.5
+    controller.on_target(0, Target(model.tip_position(q)), 0.0)
+    path = run(controller, 0.0, 3.0)
+    assert path[-1][0] > 1.0
+    controller.configure(make_settings(model, max_joint_step=0.05,
+                                       **{f'joint_limits.{model.joint_names[0]}.max_position':
+                                          0.2}))
+    after = np.vstack([path[-1:], run(controller, 3.0, 3.0)])
+    velocity = np.diff(after, axis=0) / DT
+    assert np.abs(velocity).max() <= 5.0 + 1e-9  # default_max_velocity; 0.05 rad per step
+    assert np.abs(np.diff(velocity, axis=0)).max() <= 200.0 * DT * (1 + 1e-6)
+    assert np.all(np.diff(after[:, 0]) <= 0.0) and after[-1, 0] <= 0.2
+
+
+def test_after_a_feedback_gap_commands_restart_where_the_arm_is_measured():
+    """Bug 2: after feedback came back elsewhere the node kept commanding its old pose."""
+    model = serial_arm()
+    controller = streaming(model, feedback=True)
+    controller.on_feedback(model.joint_names, model.neutral().tolist(), 0.0)
+    assert controller.tick(DT).command is not None
+    moved = np.full(model.dof, 1.0)  # by hand, while nothing was measured
+    controller.on_feedback(model.joint_names, moved.tolist(), 1.0)
+    command = controller.tick(1.0 + DT).command
+    assert np.array_equal(command.position, moved)
+    assert not np.any(command.velocity)
+
+
+def test_a_target_sent_before_disable_is_not_replayed_after_enable():
+    """Bug 4: a tree replayed the other effector's pre-disable target after ~/enable."""
+    model = two_legs()
+    controller = IkController(make_settings(model), 0.0, command_period=None, feedback=False)
+    feet = model.effector_positions(model.neutral())
+    controller.on_target(0, Target(feet[0] + [0.0, 0.0, 0.03]), 0.0)
+    controller.disable(0.1)
+    assert controller.enable(0.2)[0]
+    controller.on_target(1, Target(feet[1] + [0.0, 0.0, 0.03]), 0.3)
+    assert np.all(np.isnan(controller.solved_targets[0]))
+
+
+@pytest.mark.parametrize('age, refused', [(0.1, False), (-0.1, False), (0.6, True),
+                                          (-(2**31), True)])
+def test_targets_stamped_beyond_the_target_timeout_either_way_are_refused(age, refused):
+    """Bug 9: a target stamped in 2038 passed the target_timeout check."""
+    model = serial_arm()
+    controller = streaming(model, target_timeout=0.5)
+    update = controller.on_target(0, Target(model.tip_position(model.neutral() + 0.1)),
+                                  0.0, age)
+    assert (update.refusal is not None) == refused
+    assert controller.refused == int(refused)
+
+
+def test_diagnostics_describe_the_last_solve_consistently():
+    """Bug 10: solve_time_ms fell to 0 a window after a solve that error_m still showed."""
+    model = serial_arm()
+    controller = streaming(model)
+    controller.on_target(0, Target(model.tip_position(model.neutral() + 0.2)), 0.0)
+    first = controller.status(0.5, 1.0).values
+    later = controller.status(1.5, 1.0).values
+    assert float(first['solve_time_ms']) > 0.0 and first['solve_rate_hz'] == '1.0'
+    assert later['solve_time_ms'] == first['solve_time_ms']
+    assert later['error_m'] == first['error_m'] and later['solve_rate_hz'] == '0.0'
+
+
+def test_disabling_a_moving_arm_brakes_to_a_stop_then_goes_silent():
+    model = serial_arm()
+    controller = streaming(model)
+    controller.on_target(0, Target(model.tip_position(np.full(model.dof, 1.5))), 0.0)
+    moving = run(controller, 0.0, 0.1)
+    assert np.any(np.diff(moving, axis=0))
+    controller.disable(0.1)
+    commands, now = [moving[-1]], 0.1
+    while (update := controller.tick(now := now + DT)).command is not None:
+        commands.append(update.command.position)
+    velocity = np.diff(commands, axis=0) / DT
+    assert np.abs(np.diff(velocity, axis=0)).max() <= 200.0 * DT * (1 + 1e-6)  # braked
+    assert np.array_equal(commands[-1], commands[-2])  # at rest, then silent
+    assert controller.tick(now + 1.0).command is None
+
+
+def test_a_trajectory_point_takes_the_time_the_limits_need():
+    model = serial_arm()
+    controller = IkController(make_settings(model), 0.0, command_period=None, feedback=False)
+    far = model.tip_position(np.full(model.dof, 1.5))
+    command = controller.on_target(0, Target(far), 0.0).command
+    expected = time_to_reach(model.neutral(), command.position,
+                             make_settings(model).motion)
+    assert expected > 0.1 and controller.duration(command) == pytest.approx(expected)
+
+
+def test_a_window_of_targets_on_a_tree_is_solved_once():
+    model = two_legs()
+    controller = IkController(make_settings(model, target_window=0.02), 0.0,
+                              command_period=None, feedback=False)
+    feet = model.effector_positions(model.neutral()) + [0.0, 0.0, 0.02]
+    assert controller.on_target(0, Target(feet[0]), 0.0).command is None
+    assert controller.on_target(1, Target(feet[1]), 0.005).command is None
+    assert controller.solve_due == pytest.approx(0.02) and controller.solves == 0
+    assert controller.solve_pending(0.02).command is not None
+    assert controller.solves == 1 and np.array_equal(controller.solved_targets, feet)
+    assert controller.solve_pending(0.03).command is None  # nothing is solved twice
