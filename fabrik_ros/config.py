@@ -192,11 +192,12 @@ def with_limit_overrides(chain: Chain, params: Mapping[str, Any]) -> Chain:
     lower, upper = chain.lower.copy(), chain.upper.copy()
     velocity = chain.max_velocity.copy()
     columns = {'min_position': lower, 'max_position': upper, 'max_velocity': velocity}
+    index = {joint: position for position, joint in enumerate(chain.joint_names)}
     for key, number in sorted(params.items()):
         if not key.startswith(LIMITS_PREFIX):
             continue
         joint, _, limit_field = key[len(LIMITS_PREFIX):].rpartition('.')
-        if joint not in chain.joint_names:
+        if joint not in index:
             raise ValueError(f"{key}: unknown joint '{joint}'; joints: {chain.joint_names}")
         if limit_field not in LIMIT_FIELDS:
             raise ValueError(f'{key}: unknown field, expected one of {list(LIMIT_FIELDS)}')
@@ -207,7 +208,7 @@ def with_limit_overrides(chain: Chain, params: Mapping[str, Any]) -> Chain:
         if math.isnan(number):
             raise ValueError(f'{key} is NaN')
         if limit_field in columns:
-            columns[limit_field][chain.joint_names.index(joint)] = number
+            columns[limit_field][index[joint]] = number
     widened = (lower < chain.lower) | (upper > chain.upper)
     if widened.any():
         index = int(np.flatnonzero(widened)[0])

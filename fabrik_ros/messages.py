@@ -45,12 +45,15 @@ def quaternion_array(quaternion: Quaternion) -> np.ndarray:
     """
     Return a geometry_msgs Quaternion as a unit (4,) array x, y, z, w.
 
-    Refuses NaN/inf and (near) zero quaternions, which describe no rotation at all.
+    Refuses NaN/inf, norms that overflow (the result would be all zeros) and (near) zero
+    quaternions, which describe no rotation at all.
     """
     xyzw = np.array([quaternion.x, quaternion.y, quaternion.z, quaternion.w], dtype=float)
     if not np.all(np.isfinite(xyzw)):
         raise TargetError(f'target orientation {xyzw.tolist()} is not finite')
     norm = float(np.linalg.norm(xyzw))
+    if not np.isfinite(norm):
+        raise TargetError(f'target orientation {xyzw.tolist()} has a norm that overflows')
     if norm < MIN_QUATERNION_NORM:
         raise TargetError(f'target orientation {xyzw.tolist()} is a zero quaternion')
     return xyzw / norm

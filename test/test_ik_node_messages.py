@@ -26,7 +26,8 @@ def test_non_finite_positions_are_refused(xyz):
 
 @pytest.mark.parametrize('xyzw, reason', [((0.0, 0.0, 0.0, 0.0), 'zero quaternion'),
                                           ((1e-9, 0.0, 0.0, 0.0), 'zero quaternion'),
-                                          ((0.0, math.nan, 0.0, 1.0), 'not finite')])
+                                          ((0.0, math.nan, 0.0, 1.0), 'not finite'),
+                                          ((1e300, 1e300, 0.0, 0.0), 'overflows')])
 def test_unusable_quaternions_are_refused(xyzw, reason):
     x, y, z, w = xyzw
     with pytest.raises(TargetError, match=reason):
