@@ -1,34 +1,82 @@
 """The `main` of every fabrik_ros node: init, spin, a clean exit, configuration errors."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+import re
+import signal
+import sys
 
 import rclpy
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
+from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
+import yaml
+
+
+def one_line(error: Exception) -> str:
+    """Return an rcl error as one line, without the C source locations it lists."""
+    return ' '.join(re.sub(r',? at \S+:\d+', '', str(error)).split())
+
+
+def params_file_problem(args: Sequence[str]) -> str:
+    """
+    Return what is wrong with a --params-file among the ROS arguments ('' if nothing).
+
+    Checked before rcl reads them, which would log its own error line and then fail.
+    """
+    for flag, path in zip(args, args[1:]):
+        if flag != '--params-file':
+            continue
+        try:
+            with open(path, encoding='utf-8') as stream:
+                yaml.safe_load(stream)
+        except OSError as error:
+            return f'cannot read --params-file {path}: {error.strerror}'
+        except yaml.YAMLError as error:
+            return f'--params-file {path} is not YAML: {" ".join(str(error).split())}'
+    return ''
 
 
 def run_node(make_node: Callable[[], Node], name: str, args: list[str] | None = None) -> None:
     """
     Spin the node `make_node()` builds until Ctrl-C or an external shutdown.
 
-    Both are normal exits. A configuration error while the node is built (a ValueError,
-    ChainError included, or a refused parameter) is logged with its message under `name`,
-    without a traceback, and the process exits with status 1.
+    Both are normal exits, however many SIGINTs arrive: `ros2 launch` sends its own after
+    the terminal's, and it may land while the node is being destroyed. A configuration
+    error (an unreadable --params-file, a ValueError such as a ChainError, a refused
+    parameter) is logged in one line under `name` and the process exits with status 1.
     """
-    rclpy.init(args=args)
+    problem = params_file_problem(sys.argv if args is None else args)
+    if problem:
+        rclpy.logging.get_logger(name).fatal(f'cannot start: {problem}')
+        raise SystemExit(1)
+    try:
+        rclpy.init(args=args)
+    except rclpy_implementation.RCLError as error:  # e.g. a params file rcl cannot use
+        rclpy.logging.get_logger(name).fatal(f'cannot start: {one_line(error)}')
+        raise SystemExit(1) from None
     node = None
     try:
-        try:
-            node = make_node()
-        except (ValueError, ParameterException) as error:
-            rclpy.logging.get_logger(name).fatal(f'cannot start: {error}')
-            raise SystemExit(1) from None
+        node = make_node()
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except rclpy_implementation.RCLError:
+        # rclpy's SIGINT handler shuts the context down between two bytecodes, possibly
+        # inside a callback, whose next publish then fails: that is the shutdown too.
+        if rclpy.ok():
+            raise
+    except (ValueError, ParameterException) as error:
+        if node is not None:
+            raise
+        rclpy.logging.get_logger(name).fatal(f'cannot start: {error}')
+        raise SystemExit(1) from None
     finally:
+        # Shutting down: a further Ctrl-C must not interrupt the clean-up with a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if node is not None:
             node.destroy_node()
         if rclpy.ok():  # rclpy.try_shutdown() is newer than Humble
             rclpy.shutdown()
+            # shutdown() gives SIGINT back to Python, which would raise in the exit.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
