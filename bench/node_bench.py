@@ -316,7 +316,8 @@ def main() -> None:
         bench = Bench('node_bench', chain.base_link, targets, chain.tip_position)
         bench.wait_for_node(start(
             ['-m', 'fabrik_ros.ik_node', '--ros-args', '--params-file', str(config),
-             '-p', 'publish_rate:=0.0', '-p', 'marker_rate:=0.0'], log))
+             '-p', 'publish_rate:=0.0', '-p', 'marker_rate:=0.0',
+             '-p', 'joint_command_topic:=joint_states'], log))
         results.update(run_phases(bench, seconds, samples, 'ik_node'))
         soaked = soak(bench, GOAL_RATE_HZ, 5.0 if options.quick else 15.0, bench.process.pid)
         print(f'ik_node: soak at {soaked["rate_hz"]:.0f} targets/s for {soaked["seconds"]:.0f} '

@@ -479,8 +479,7 @@ def run(args: argparse.Namespace) -> int:
           f'{os.environ["ROS_DOMAIN_ID"]}, node logs in {log_dir}', flush=True)
     params = ['--params-file', str(config)]
     children = [
-        NodeProcess('ik_node', [*params, '-p', 'joint_command_topic:=joint_commands'],
-                    log_dir / 'ik_node.log'),
+        NodeProcess('ik_node', params, log_dir / 'ik_node.log'),  # joint_commands by default
         NodeProcess('sim_arm', params, log_dir / 'sim_arm.log'),
     ]
     # Ctrl-C stays a KeyboardInterrupt: the demo stops its nodes and prints the summary.

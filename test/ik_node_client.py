@@ -26,7 +26,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 MM = 1e-3  # metres
 DISCOVERY_TIMEOUT = 15.0  # seconds: node start-up (imports, chain) plus DDS discovery
 REPLY_TIMEOUT = 1.0  # seconds: a reachable target must be solved and published this fast
-QUIET_PERIOD = 0.5  # seconds without an answer that count as "no motion"
 DIAGNOSTICS_PERIOD = 1.0  # seconds between the node's /diagnostics messages
 
 # A four-segment arm with a yaw and a pitch joint at each segment start: 8 joints, 0.8 m.
@@ -37,6 +36,8 @@ ARM = {
     'chain.segment_length': [0.2],
     'chain.joint_type': 'two_axis',
     'tolerance': 1e-4,
+    'joint_command_topic': 'joint_states',  # the node alone: its commands are the state
+    'rviz_targets': True,
     'publish_rate': 0.0,  # JointState only when a target is solved: silence means no motion
 }
 POSE_REACHED = np.array([0.3, -0.4, 0.2, 0.5, -0.3, 0.6, 0.1, -0.2])  # radians
@@ -226,7 +227,9 @@ def start_config(start_node: Callable[..., Any], client: Client, config: str,
     """Start an IK node with a shipped config/<config>; return its chain once discovered."""
     path = REPO_ROOT / 'config' / config
     chain = chain_from_parameters(load_config(path), REPO_ROOT)
-    start_node('ik_node', params=[path, {'publish_rate': 0.0, **overrides}])
+    start_node('ik_node', params=[path, {
+        'publish_rate': 0.0, 'joint_command_topic': 'joint_states', 'rviz_targets': True,
+        **overrides}])
     client.listen('')
     client.wait_for_node()
     return chain

@@ -2,18 +2,17 @@
 The IK node driving hardware safely (issue #5), across processes.
 
 Specification: a far step target yields a command stream within the velocity and
-acceleration limits that still converges; stale targets, lost feedback and ~/hold make
-the commands hold; ~/enable starts and stops them; every output carries the right joint
-order and values; commands never leave the joint limits.
+acceleration limits that still converges; lost feedback and ~/hold make the commands hold;
+~/enable starts and stops them; every output carries the right joint order and values.
+What needs no DDS (the safety contract, trajectory times, limit changes, configuration
+checks) is proven in-process: test_controller.py and test_ik_node_inprocess.py.
 """
 
 import time
 from typing import Any
 
-from fabrik_ros.motion import MotionLimits, time_to_reach
-from ik_node_client import (ARM, assert_reaches, chain_fixture, Client,  # noqa: F401
-                            client_fixture, DISCOVERY_TIMEOUT, MM, POSE_REACHED,
-                            QUIET_PERIOD, start_arm, tip_error)
+from ik_node_client import (ARM, chain_fixture, Client, client_fixture,  # noqa: F401
+                            DISCOVERY_TIMEOUT, MM, POSE_REACHED, start_arm, tip_error)
 import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
@@ -79,33 +78,6 @@ def test_far_step_target_is_reached_within_velocity_and_acceleration_limits(
     assert len(stream) > 0.5 * RATE  # it took a while: no jump
 
 
-def test_stale_target_holds_without_replay(start_node, client, chain):
-    start_arm(start_node, client, target_timeout=0.3, **STREAM)
-    received = client.joint_states['']
-    assert client.spin_until(lambda: len(received) >= 3, 2.0)
-    start = len(received)
-    target = chain.tip_position(FAR)
-    client.send_pose(target)
-    # The arm needs about a second for this step: after 0.3 s it brakes and holds.
-    assert client.spin_until(lambda: len(received) > start + 5 and settled(received, 10),
-                             3.0), 'the stream did not hold'
-    held = np.array(received[-1].position)
-    assert tip_error(chain, received[-1], target) > 0.05  # stopped well short of it
-    assert_within_motion_limits(chain, positions(received[start:]), chain.neutral())
-    client.spin_until(lambda: False, 1.0)  # no replay of the old target later on
-    assert np.array_equal(received[-1].position, held)
-    status = client.status_after('/ik_node', time.time())
-    assert 'target_timeout' in status['message']
-
-    # A target stamped long ago is not taken either; a fresh one is.
-    client.send_pose(chain.tip_position(POSE_REACHED), stamp_age=1.0)
-    client.spin_until(lambda: False, QUIET_PERIOD)
-    assert np.array_equal(received[-1].position, held)
-    near = chain.tip_position(np.clip(held + 0.05, chain.lower, chain.upper))
-    client.send_pose(near)
-    assert client.spin_until(lambda: tip_error(chain, received[-1], near) <= MM, 2.0)
-
-
 def test_lost_feedback_holds_and_warm_start_begins_where_the_arm_is(
         start_node, client, chain):
     measured_start = np.clip(0.3 * FAR, chain.lower, chain.upper)
@@ -132,24 +104,24 @@ def test_lost_feedback_holds_and_warm_start_begins_where_the_arm_is(
     assert_within_motion_limits(chain, positions(commands), measured_start)
     status = client.status_after('/ik_node', time.time())
     assert status['enabled'] == 'True' and float(status['feedback_age_s']) > 0.2
+    assert 'no fresh feedback' in status['message']
     refused = int(status['targets_refused'])
     client.send_pose(chain.tip_position(POSE_REACHED))  # no moving without feedback
-    client.spin_until(lambda: False, QUIET_PERIOD)
-    assert settled(commands, 10)
-    assert int(client.status_after('/ik_node', time.time())['targets_refused']) > refused
+    assert client.spin_until(lambda: int(client.latest_status('/ik_node')['targets_refused'])
+                             > refused, 2.5), 'a target was taken without feedback'
 
 
 def test_enable_and_hold_services(start_node, client, chain):
     start_arm(start_node, client, start_enabled=False, **STREAM)
     received = client.joint_states['']
-    client.spin_until(lambda: False, QUIET_PERIOD)
-    assert not received, 'a disabled node sent commands'
-    client.send_pose(chain.tip_position(POSE_REACHED))
-    client.spin_until(lambda: False, QUIET_PERIOD)
-    assert not received, 'a target moved a disabled node'
+    client.send_pose(chain.tip_position(POSE_REACHED))  # refused: disabled
+    assert client.spin_until(
+        lambda: (client.latest_status('/ik_node') or {}).get('targets_refused') == '1', 2.5)
+    assert client.latest_status('/ik_node')['enabled'] == 'False'
 
     assert call(client, SetBool, '/ik_node/enable', SetBool.Request(data=True)).success
     assert client.spin_until(lambda: len(received) >= 3, 2.0), 'no commands once enabled'
+    assert not received[0].velocity or not any(received[0].velocity)
     assert np.allclose(received[0].position, chain.neutral())  # the old target is not replayed
     target = chain.tip_position(FAR)
     client.send_pose(target)
@@ -162,29 +134,10 @@ def test_enable_and_hold_services(start_node, client, chain):
     assert_within_motion_limits(chain, positions(received[moving - 1:]),
                                 np.array(received[moving - 1].position))
 
-    assert call(client, SetBool, '/ik_node/enable', SetBool.Request(data=False)).success
-    client.spin_until(lambda: False, 0.1)
-    disabled = len(received)
-    client.spin_until(lambda: False, QUIET_PERIOD)
-    assert len(received) == disabled, 'a disabled node kept sending commands'
-
-
-def test_disabling_a_moving_arm_brakes_to_a_stop_then_goes_silent(start_node, client, chain):
-    start_arm(start_node, client, **STREAM)
-    received = client.joint_states['']
-    assert client.spin_until(lambda: len(received) >= 3, 2.0)
-    start = len(received)
-    target = chain.tip_position(FAR)
-    client.send_pose(target)
-    assert client.spin_until(lambda: len(received) > start + 15, 2.0)
-    assert call(client, SetBool, '/ik_node/enable', SetBool.Request(data=False)).success
-    client.spin_until(lambda: False, 1.0)  # braking from 2 rad/s at 4 rad/s^2: 0.5 s
-    silent = len(received)
-    client.spin_until(lambda: False, QUIET_PERIOD)
-    assert len(received) == silent, 'commands went on after the stop'
-    assert np.array_equal(received[-1].position, received[-2].position)  # at rest
-    assert tip_error(chain, received[-1], target) > 0.05
-    assert_within_motion_limits(chain, positions(received[start:]), chain.neutral())
+    response = call(client, SetBool, '/ik_node/enable', SetBool.Request(data=False))
+    assert response.success and 'disabled' in response.message
+    assert client.spin_until(
+        lambda: (client.latest_status('/ik_node') or {}).get('enabled') == 'False', 2.5)
 
 
 def measured_at_neutral(client: Client, chain) -> dict[str, str]:
@@ -210,8 +163,10 @@ def test_every_output_carries_the_joint_order_and_values(start_node, client, cha
     client.send_pose(target)
     assert client.spin_until(lambda: settled(received) and tip_error(
         chain, received[-1], target) <= MM, SETTLE_TIMEOUT)
-    client.spin_until(lambda: False, 0.2)
     solution = np.array(received[-1].position)
+    # The three outputs are published together; wait for the others to be delivered too.
+    assert client.spin_until(lambda: trajectories and arrays and np.allclose(
+        trajectories[-1].points[0].positions, solution), 1.0)
     assert np.unique(np.round(solution, 6)).size > 4  # distinct values: order is visible
     trajectory = trajectories[-1]
     assert list(trajectory.joint_names) == chain.joint_names
@@ -220,82 +175,3 @@ def test_every_output_carries_the_joint_order_and_values(start_node, client, cha
     assert point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec == \
         pytest.approx(DT, abs=1e-6)
     assert np.allclose(arrays[-1].data, solution[::-1])  # command_joints order
-
-
-def test_trajectory_time_comes_from_the_motion_limits(start_node, client, chain):
-    start_arm(start_node, client, outputs=['joint_state', 'joint_trajectory'],
-              default_max_acceleration=MAX_ACCELERATION, **measured_at_neutral(client, chain))
-    trajectories: list[JointTrajectory] = []
-    client.node.create_subscription(JointTrajectory, '/ik_node/joint_trajectory',
-                                    trajectories.append, 100)
-    client.spin_until(lambda: False, 0.3)  # discovery of the trajectory topic
-    command = assert_reaches(client, chain, chain.tip_position(FAR))
-    assert client.spin_until(lambda: any(
-        np.allclose(t.points[0].positions, command.position) for t in trajectories), 1.0)
-    point = next(t.points[0] for t in trajectories
-                 if np.allclose(t.points[0].positions, command.position))
-    limits = MotionLimits.for_chain(chain, max_acceleration=MAX_ACCELERATION)
-    expected = time_to_reach(chain.neutral(), np.array(command.position), limits)
-    assert expected > 0.5  # a far step: seconds, not a jump
-    assert point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec == \
-        pytest.approx(expected, abs=1e-6)
-
-
-def test_max_joint_step_guards_every_command(start_node, client, chain):
-    start_arm(start_node, client, max_joint_step=0.05, publish_rate=50.0)
-    received = client.joint_states['']
-    assert client.spin_until(lambda: len(received) >= 2, 2.0)
-    start = len(received)
-    target = chain.tip_position(FAR)
-    client.send_pose(target)
-    assert client.spin_until(lambda: tip_error(chain, received[-1], target) <= MM,
-                             SETTLE_TIMEOUT), 'the guarded steps did not converge'
-    steps = np.abs(np.diff(positions(received[start - 1:]), axis=0))
-    assert steps.max() <= 0.05 + 1e-12
-
-
-@pytest.mark.parametrize('name, value', [
-    ('joint_limits.seg1_pitch.max_velocity', 3.0),  # the model allows 2 rad/s
-    ('joint_limits.seg1_pitch.max_acceleration', -1.0),
-    ('joint_limits.seg1_pitch.max_acceleration', 0.0),
-    ('joint_limits.seg1_pitch.max_acceleration', float('inf')),  # would switch it off
-    ('publish_rate', 1e-300),  # its timer period would overflow
-    ('max_joint_step', 0.0),
-    ('command_rate', 10.0),  # read-only: the command mode needs a restart
-])
-def test_bad_motion_parameter_is_refused(start_node, client, chain, name, value):
-    start_arm(start_node, client)
-    result = client.set_parameter('/ik_node', name, value)
-    assert not result.successful and result.reason
-    assert_reaches(client, chain, chain.tip_position(POSE_REACHED))
-
-
-def test_narrowed_velocity_limit_applies_to_the_next_commands(start_node, client, chain):
-    start_arm(start_node, client, **STREAM)
-    slow = 0.5  # rad/s
-    for joint in chain.joint_names:
-        assert client.set_parameter('/ik_node', f'joint_limits.{joint}.max_velocity',
-                                    slow).successful
-    received = client.joint_states['']
-    start = len(received)
-    client.send_pose(chain.tip_position(FAR))
-    assert client.spin_until(lambda: len(received) > start + 20, 2.0)
-    steps = np.abs(np.diff(positions(received[start - 1:]), axis=0))
-    assert steps.max() <= slow * DT * (1 + 1e-6)
-
-
-@pytest.mark.parametrize('params, complaint', [
-    ({'feedback_topic': 'joint_states'}, 'would take its own commands for the measured state'),
-    ({'joint_limits.seg1_pitch.max_position': 2.0}, 'would widen the model limits'),
-    ({'outputs': ['joint_state', 'servo']}, "outputs ['servo'] unknown"),
-    ({'command_joints': ['seg1_yaw']}, 'must list each of'),
-    ({'outputs': ['joint_trajectory']}, 'set feedback_topic'),  # else it assumes a pose
-    ({'publish_rate': 1e-300}, 'publish_rate must be 0 (off) or at least'),
-])
-def test_a_bad_configuration_stops_the_node_with_the_reason(start_node, params, complaint):
-    process = start_node('ik_node', params={**ARM, **params})
-    deadline = time.monotonic() + DISCOVERY_TIMEOUT
-    while process.running() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert process.popen.returncode == 1
-    assert complaint in process.log()

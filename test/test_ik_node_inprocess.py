@@ -1,0 +1,167 @@
+"""
+The IK node built in this process (no DDS round trips): parameters, chains, wiring.
+
+Specification (issue #9): a new robot_description rebuilds everything, and limits the
+user never set are not overrides; start-up refuses unknown joints and fields under
+joint_limits; every parameter can be read at once (ros2 param dump); outputs that are off
+are not advertised; RViz targets only when asked for, under the node's namespace; ik_node
+and sim_arm with their defaults do not both publish joint_states; a broken params file
+stops the node with one line.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+import re
+from typing import Any
+
+from fabrik_ros.chain import Chain
+from fabrik_ros.config import load_config
+from fabrik_ros.ik_node import IkNode
+from fabrik_ros.node_main import run_node
+from fabrik_ros.sim_arm import SimArm
+import pytest
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ARM_URDF = (REPO_ROOT / 'urdf' / 'arm.urdf').read_text()
+ARM_TOPIC = {'base_link': 'base_link', 'tip_links': ['tool0']}  # chain from the topic
+ARM_FILE = {'robot_description_file': 'urdf/arm.urdf', **ARM_TOPIC}
+
+
+@pytest.fixture
+def make_node(ros_context: Any) -> Iterator:
+    """Build nodes in this process with parameter overrides; destroy them at teardown."""
+    nodes = []
+
+    def make(node_type: type = IkNode, namespace: str = '', **parameters: Any):
+        node = node_type(context=ros_context, namespace=namespace, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()])
+        nodes.append(node)
+        return node
+
+    yield make
+    for node in nodes:
+        node.destroy_node()
+
+
+def limits(node: IkNode) -> dict[str, float]:
+    """Return the node's joint_limits.* parameters."""
+    return {name: parameter.value for name, parameter
+            in node.get_parameters_by_prefix('joint_limits').items()}
+
+
+def other_robot() -> str:
+    """Return the URDF of another robot with the same base and tip links."""
+    return Chain.from_parameters(3, [0.2], base_link='base_link', tip_link='tool0',
+                                 joint_limit=[1.0]).to_urdf('other')
+
+
+def test_a_new_robot_description_rebuilds_the_chain_and_its_limits(make_node):
+    """Bug 3: the first model's limits were fed back as overrides of the second."""
+    node = make_node(**ARM_TOPIC)
+    node._on_description(String(data=ARM_URDF))
+    assert node._model.joint_names[0] == 'base_yaw'
+    widened = ARM_URDF.replace('lower="-2.967" upper="2.967"', 'lower="-3.0" upper="3.0"')
+    assert widened != ARM_URDF
+    node._on_description(String(data=widened))
+    assert limits(node)['base_yaw.max_position'] == 3.0
+    other = other_robot()
+    node._on_description(String(data=other))
+    assert node._model.joint_names == Chain.from_urdf(other, 'base_link', 'tool0').joint_names
+    assert not any(name.startswith('base_yaw') for name in limits(node))
+    assert node.get_parameter('command_joints').value == node._model.joint_names
+
+
+def test_limits_the_user_set_survive_a_new_description_and_must_fit_it(make_node):
+    node = make_node(**ARM_TOPIC, **{'joint_limits.base_yaw.max_position': 1.0})
+    node._on_description(String(data=ARM_URDF))
+    widened = ARM_URDF.replace('lower="-2.967" upper="2.967"', 'lower="-3.0" upper="3.0"')
+    node._on_description(String(data=widened))
+    assert limits(node)['base_yaw.max_position'] == 1.0
+    assert limits(node)['base_yaw.min_position'] == -3.0
+    node._on_description(String(data=other_robot()))  # refused: base_yaw is not in it
+    assert node._model.joint_names[0] == 'base_yaw'
+
+
+@pytest.mark.parametrize('name, complaint', [
+    ('joint_limits.elbowpitch.max_position', "unknown joint 'elbowpitch'"),
+    ('joint_limits.elbow_pitch.max_positon', 'joint_limits.elbow_pitch.max_positon: unknown '
+     'field'),
+])
+def test_start_up_refuses_unknown_joints_and_fields_under_joint_limits(
+        make_node, name, complaint):
+    """Bug 5: a misspelled limit was silently ignored."""
+    with pytest.raises(ValueError, match=complaint):
+        make_node(**ARM_FILE, **{name: 0.5})
+
+
+def test_every_parameter_can_be_read_at_once(make_node):
+    """Bug 6: command_joints was typed but unset, and get_parameters of all names failed."""
+    node = make_node(**ARM_FILE)
+    names = list(node._parameters)
+    values = node.get_parameters(names)
+    assert len(values) == len(names) > 50
+    assert all(value.type_ != Parameter.Type.NOT_SET for value in values)
+    assert node.get_parameter('command_joints').value == node._model.joint_names
+
+
+def test_outputs_that_are_off_are_not_advertised(make_node):
+    """Bug 10: ~/joint_trajectory and ~/commands were advertised with the outputs off."""
+    node = make_node(**ARM_FILE)
+    topics = {publisher.topic_name for publisher in node.publishers}
+    assert '/joint_commands' in topics
+    assert not topics & {'/ik_node/joint_trajectory', '/ik_node/commands'}
+
+
+@pytest.mark.parametrize('rviz_targets, namespace, expected', [
+    (False, '', set()),
+    (True, '', {'/clicked_point', '/goal_pose'}),
+    (True, 'left_arm', {'/left_arm/clicked_point', '/left_arm/goal_pose'}),
+])
+def test_rviz_targets_only_when_asked_for_and_under_the_namespace(
+        make_node, rviz_targets, namespace, expected):
+    """Bug 12: /clicked_point moved every arm, hardware included."""
+    node = make_node(namespace=namespace, rviz_targets=rviz_targets, **ARM_FILE)
+    topics = {subscription.topic_name for subscription in node.subscriptions}
+    assert {topic for topic in topics if topic.endswith(('clicked_point', 'goal_pose'))} \
+        == expected
+
+
+def test_ik_node_and_sim_arm_with_their_defaults_make_a_loop(make_node):
+    """Bug 11: both published joint_states, so the README's ros2 run pair never moved."""
+    params = load_config(REPO_ROOT / 'config' / 'arm.yaml')
+    ik_node = make_node(**params)
+    sim_arm = make_node(SimArm, **params)
+    ik_out = {publisher.topic_name for publisher in ik_node.publishers}
+    sim_in = {subscription.topic_name for subscription in sim_arm.subscriptions}
+    sim_out = {publisher.topic_name for publisher in sim_arm.publishers}
+    assert '/joint_states' in sim_out and '/joint_states' not in ik_out
+    assert '/joint_commands' in ik_out & sim_in
+
+
+@pytest.mark.parametrize('content', [None, 'a: [\n'])
+def test_a_missing_or_broken_params_file_is_one_line(tmp_path, capfd, content):
+    """Bug 8: a bad --params-file printed a 19-line traceback."""
+    path = tmp_path / 'params.yaml'
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(SystemExit) as stop:
+        run_node(IkNode, 'ik_node', ['ik_node', '--ros-args', '--params-file', str(path)])
+    assert stop.value.code == 1
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and 'cannot start' in lines[0] and str(path) in lines[0]
+    assert 'Traceback' not in lines[0]
+
+
+@pytest.mark.parametrize('params, complaint', [
+    ({'feedback_topic': 'joint_commands'}, 'would take its own commands for the measured state'),
+    ({'joint_limits.base_yaw.max_position': 3.5}, 'would widen the model limits'),
+    ({'outputs': ['joint_state', 'servo']}, "outputs ['servo'] unknown"),
+    ({'command_joints': ['base_yaw']}, 'must list each of'),
+    ({'outputs': ['joint_trajectory']}, 'set feedback_topic'),  # else it assumes a pose
+    ({'publish_rate': 1e-300}, 'publish_rate must be 0 (off) or at least'),
+])
+def test_a_bad_configuration_stops_the_node_with_the_reason(make_node, params, complaint):
+    with pytest.raises(ValueError, match=re.escape(complaint)):
+        make_node(**ARM_FILE, **params)
