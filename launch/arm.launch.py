@@ -12,7 +12,10 @@ Then click RViz's Publish Point tool in the scene, or:
 Topics with sim:=true: ik_node publishes its commands on `joint_commands`; sim_arm follows
 them within the joint velocity limits and publishes the measured `joint_states`, which
 robot_state_publisher turns into TF. With sim:=false, ik_node publishes its commands on
-`joint_states` directly (or wherever the config's joint_command_topic says).
+`joint_states` directly (unless the config names a joint_command_topic or feedback_topic).
+With RViz, ik_node takes RViz's Publish Point and 2D Goal Pose as targets (rviz_targets),
+unless the config drives hardware (joint_trajectory or forward_command outputs) or sets
+rviz_targets itself; under a namespace, RViz publishes them in it.
 """
 
 from pathlib import Path
@@ -28,7 +31,8 @@ from launch_ros.parameter_descriptions import ParameterValue
 
 PACKAGE = 'fabrik_ros'
 # Topics in rviz/arm.rviz, moved under the namespace when one is given.
-RVIZ_TOPICS = ('/robot_description', '/ik_node/markers', '/goal_pose')
+RVIZ_TOPICS = ('/robot_description', '/ik_node/markers', '/goal_pose', '/clicked_point')
+HARDWARE_OUTPUTS = {'joint_trajectory', 'forward_command'}  # ros2_control controllers
 
 
 def is_installed(package: str) -> bool:
@@ -62,9 +66,13 @@ def launch_nodes(context: LaunchContext) -> list:
     sim = flag(context, 'sim')
     params = load_config(config)
 
-    ik_parameters = [str(config)]
-    if sim:
-        ik_parameters.append({'joint_command_topic': 'joint_commands'})
+    overrides = {}
+    if not (sim or 'joint_command_topic' in params or params.get('feedback_topic')):
+        overrides['joint_command_topic'] = 'joint_states'  # the commands are the state
+    if 'rviz_targets' not in params:
+        overrides['rviz_targets'] = (flag(context, 'rviz')
+                                     and not HARDWARE_OUTPUTS & set(params.get('outputs', [])))
+    ik_parameters = [str(config), overrides]
     actions = [
         LogInfo(msg=f'fabrik_ros: config {config}'),
         Node(package=PACKAGE, executable='ik_node', namespace=namespace,
