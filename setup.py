@@ -31,8 +31,8 @@ setup(
     install_requires=['setuptools'],
     zip_safe=True,
     extras_require={'test': ['pytest']},
-    maintainer='fabrik_ros maintainers',
-    maintainer_email='fabrik_ros@example.com',
+    maintainer='Fabrik ROS Maintainers',
+    maintainer_email='maintainers@fabrik-ros.dev',
     description='FABRIK inverse kinematics for ROS 2: target poses in, joint commands out.',
     license='Apache-2.0',
     entry_points={

@@ -19,7 +19,6 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from matplotlib.figure import Figure  # no pyplot: no display or GUI backend involved
 import numpy as np
 
 SNAPSHOTS = 5  # poses drawn along the moving phase
@@ -121,6 +120,9 @@ def draw_errors(ax, run: dict) -> None:
 
 def render(recording: Path, output: Path) -> None:
     """Render ``recording`` (an .npz from ``fabrik_ros.demo --record``) to ``output``."""
+    # Imported here: matplotlib draws the README pictures; nothing else of the package needs it.
+    from matplotlib.figure import Figure  # no pyplot: no display or GUI backend involved
+
     with np.load(recording) as data:
         run = {key: data[key] for key in data.files}
     figure = Figure(figsize=(13, 6), dpi=100)
