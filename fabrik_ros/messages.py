@@ -51,7 +51,8 @@ def quaternion_array(quaternion: Quaternion) -> np.ndarray:
     xyzw = np.array([quaternion.x, quaternion.y, quaternion.z, quaternion.w], dtype=float)
     if not np.all(np.isfinite(xyzw)):
         raise TargetError(f'target orientation {xyzw.tolist()} is not finite')
-    norm = float(np.linalg.norm(xyzw))
+    with np.errstate(over='ignore'):
+        norm = float(np.linalg.norm(xyzw))
     if not np.isfinite(norm):
         raise TargetError(f'target orientation {xyzw.tolist()} has a norm that overflows')
     if norm < MIN_QUATERNION_NORM:
