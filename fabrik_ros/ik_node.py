@@ -368,9 +368,11 @@ class IkNode(Node):
             return
         names = self._model.joint_names
         if 'joint_state' in self._command_pubs:
-            msg = joint_state(names, command.position, self.get_clock().now().to_msg())
+            # Every joint, mimic followers included: robot_state_publisher needs them all.
+            msg = joint_state(self._model.all_joint_names, self._model.expand(command.position),
+                              self.get_clock().now().to_msg())
             if command.velocity is not None:
-                msg.velocity = command.velocity.tolist()
+                msg.velocity = self._model.expand_velocity(command.velocity).tolist()
             self._command_pubs['joint_state'].publish(msg)
         if 'joint_trajectory' in self._command_pubs:
             self._command_pubs['joint_trajectory'].publish(joint_trajectory(

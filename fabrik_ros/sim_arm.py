@@ -108,7 +108,9 @@ class SimArm(Node):
                 f'command ignored: non-finite positions {positions.tolist()}',
                 throttle_duration_sec=WARNING_THROTTLE)
             return
-        unknown = [name for name in msg.name if name not in self._index]
+        # Mimic followers are derived from their leaders; a command may list them.
+        unknown = [name for name in msg.name
+                   if name not in self._index and name not in self._chain.all_joint_names]
         if unknown:
             self.get_logger().warning(
                 f'ignoring unknown joints {unknown} (known: {self._names})',

@@ -21,7 +21,7 @@ from fabrik_ros.node_main import run_node
 from fabrik_ros.sim_arm import SimArm
 import pytest
 from rclpy.parameter import Parameter
-from std_msgs.msg import String
+from std_msgs.msg import Header, String
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ARM_URDF = (REPO_ROOT / 'urdf' / 'arm.urdf').read_text()
@@ -165,3 +165,20 @@ def test_a_missing_or_broken_params_file_is_one_line(tmp_path, capfd, content):
 def test_a_bad_configuration_stops_the_node_with_the_reason(make_node, params, complaint):
     with pytest.raises(ValueError, match=re.escape(complaint)):
         make_node(**ARM_FILE, **params)
+
+
+def test_joint_states_carry_the_mimic_followers(make_node):
+    """robot_state_publisher needs every joint: followers at multiplier * leader + offset."""
+    node = make_node(robot_description_file='urdf/finger.urdf', base_link='palm',
+                     tip_links=['fingertip'])
+    published = []
+    node._command_pubs['joint_state'].publish = published.append
+    chain = node._model
+    target = chain.tip_position(chain.clip([0.1, 0.05, 0.6]))
+    node._on_target(target, Header(frame_id='palm'), None)
+    message = published[-1]
+    assert message.name == chain.all_joint_names
+    assert {'pip_flex', 'dip_flex'} <= set(message.name)
+    position = dict(zip(message.name, message.position))
+    assert position['pip_flex'] == pytest.approx(position['mcp_flex'] + 0.1)
+    assert position['dip_flex'] == pytest.approx(0.7 * position['mcp_flex'])
