@@ -8,10 +8,13 @@ For plain-parameter chains of N hinge joints (chain.segments = N, the tentacle's
 chain) it times, fastest of 3, in CPU seconds of this thread: building the model
 (config.chain_from_parameters, as the nodes do), compiling the solver (IkSolver), writing
 the URDF for robot_state_publisher (Chain.to_urdf) and reading it back (Chain.from_urdf,
-as from robot_description). Linear growth shows as a flat time per joint; the table gives
-it, and the ratio of the largest chain's per-joint time to the smallest's. The node's own
-start-up (parameter declarations) is measured by bench/node_bench.py once the ROS-free
-controller (issue 9) has landed. Prints a table and writes bench/results/startup_bench.json.
+as from robot_description), and the whole IK node's start-up in this process (IkNode: its
+parameter declarations, per-joint limits included, the model, the controller; wall-clock
+seconds, since rcl does part of the work; skipped where rclpy is not installed). Linear
+growth shows as a flat time per joint; the table gives it, and the ratio of the largest
+chain's per-joint time to the smallest's. Prints a table and writes
+bench/results/startup_bench.json. Run it through scripts/ros_venv.sh (loopback DDS, a
+domain of its own).
 """
 
 from __future__ import annotations
@@ -46,6 +49,29 @@ def fastest(action: Callable[[], Any]) -> tuple[Any, float]:
     return result, best
 
 
+def node_start_up(params: dict[str, Any]) -> float | None:
+    """Return the wall-clock seconds to build the IK node on `params`, fastest of REPEATS."""
+    try:
+        import rclpy
+        from rclpy.parameter import Parameter
+    except ImportError:
+        return None
+    from fabrik_ros.ik_node import IkNode
+    context = rclpy.context.Context()
+    rclpy.init(context=context)
+    overrides = [Parameter(name, value=value) for name, value in params.items()]
+    best = math.inf
+    try:
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            node = IkNode(context=context, parameter_overrides=overrides)
+            best = min(best, time.perf_counter() - start)
+            node.destroy_node()
+    finally:
+        context.try_shutdown()
+    return best
+
+
 def measure(joints: int) -> dict[str, float]:
     """Return the start-up stage times (seconds) of an N-joint hinge chain."""
     params = {'chain.segments': joints, 'chain.segment_length': [0.05],
@@ -54,8 +80,12 @@ def measure(joints: int) -> dict[str, float]:
     _, solver = fastest(lambda: IkSolver(chain))
     urdf, write = fastest(lambda: chain.to_urdf('bench'))
     _, read = fastest(lambda: Chain.from_urdf(urdf, 'base_link', 'tip'))
-    return {'joints': chain.dof, 'model_s': build, 'solver_s': solver, 'to_urdf_s': write,
-            'from_urdf_s': read, 'total_s': build + solver + write + read}
+    row = {'joints': chain.dof, 'model_s': build, 'solver_s': solver, 'to_urdf_s': write,
+           'from_urdf_s': read, 'total_s': build + solver + write + read}
+    node = node_start_up(params)
+    if node is not None:
+        row['ik_node_s'] = node
+    return row
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -65,6 +95,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rows = [measure(n) for n in args.joints]
     stages = ['model_s', 'solver_s', 'to_urdf_s', 'from_urdf_s', 'total_s']
+    if all('ik_node_s' in row for row in rows):
+        stages.append('ik_node_s')
     per_joint = {stage: [row[stage] / row['joints'] for row in rows] for stage in stages}
     results = {
         'machine': {'python': platform.python_version(), 'numpy': np.__version__},
@@ -72,8 +104,8 @@ def main(argv: list[str] | None = None) -> None:
         'largest_over_smallest_time_per_joint': {
             stage: values[-1] / values[0] for stage, values in per_joint.items()},
     }
-    lines = ['| joints | model ms | solver ms | to_urdf ms | from_urdf ms | total ms | '
-             'total µs/joint |', '|---|---|---|---|---|---|---|']
+    lines = ['| joints | ' + ' | '.join(f'{stage[:-2]} ms' for stage in stages)
+             + ' | total µs/joint |', '|---' * (len(stages) + 2) + '|']
     for row in rows:
         lines.append(f"| {row['joints']} | " + ' | '.join(
             f'{row[stage] * 1e3:.1f}' for stage in stages)
