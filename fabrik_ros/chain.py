@@ -3,11 +3,12 @@ Kinematic model of jointed chains and trees, with fast forward kinematics.
 
 A robot is a tree of revolute and prismatic joints, URDF style: each joint has a fixed
 origin transform from its parent joint's frame, a unit axis, and position/velocity limits.
-Fixed joints are folded into the next origin or into an effector offset. Effectors are
-points (tip links) rigidly attached to a joint's frame. A serial chain is the one-effector
-case. A mimic joint (URDF <mimic>) follows another: position = multiplier * leader +
-offset; the joint vector q holds the independent joints only (chain.joint_names), and
-chain.expand(q) gives every joint's position (chain.all_joint_names).
+Fixed joints are folded into the next origin or into an effector's tool frame. Effectors
+are tip links: a frame (point and orientation) rigidly attached to a joint's frame. A
+serial chain is the one-effector case. A mimic joint (URDF <mimic>) follows another:
+position = multiplier * leader + offset; the joint vector q holds the independent joints
+only (chain.joint_names), and chain.expand(q) gives every joint's position
+(chain.all_joint_names).
 
 Conventions: SI units (metres for prismatic joints, radians for revolute ones, m/s and
 rad/s); all world quantities are in the base link's frame; rotations from roll/pitch/yaw
@@ -66,6 +67,39 @@ def rpy_from_rotation(rotation: np.ndarray) -> np.ndarray:
     pitch = math.atan2(-r[2, 0], cy * r[0, 0] + sy * r[1, 0])
     roll = math.atan2(sy * r[0, 2] - cy * r[1, 2], cy * r[1, 1] - sy * r[0, 1])
     return np.array([roll, pitch, yaw])
+
+
+def rotation_from_quaternion(xyzw: Sequence[float]) -> np.ndarray:
+    """Return the (3, 3) rotation of a unit quaternion (x, y, z, w), ROS order."""
+    x, y, z, w = (float(v) for v in xyzw)
+    return np.array([
+        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w)],
+        [2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w)],
+        [2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)],
+    ])
+
+
+def quaternion_from_rotation(rotation: np.ndarray) -> np.ndarray:
+    """Return the unit quaternion (4,) x, y, z, w (ROS order, w >= 0) of a (3, 3) rotation."""
+    r = np.asarray(rotation, dtype=float)
+    # From the largest of w, x, y, z (Shepperd's method): no division by a small number.
+    trace = r[0, 0] + r[1, 1] + r[2, 2]
+    candidates = [trace, r[0, 0], r[1, 1], r[2, 2]]
+    largest = int(np.argmax(candidates))
+    if largest == 0:
+        s = 2.0 * math.sqrt(1.0 + trace)
+        q = [(r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s, s / 4]
+    else:
+        i = largest - 1
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * math.sqrt(1.0 + r[i, i] - r[j, j] - r[k, k])
+        q = [0.0] * 4
+        q[i] = s / 4
+        q[j] = (r[j, i] + r[i, j]) / s
+        q[k] = (r[k, i] + r[i, k]) / s
+        q[3] = (r[k, j] - r[j, k]) / s
+    q = np.array(q)
+    return (q if q[3] >= 0.0 else -q) / np.linalg.norm(q)
 
 
 def rotation_about_axis(axis: Sequence[float], angle: float) -> np.ndarray:
@@ -183,12 +217,12 @@ class Joint:
 
 @dataclass(frozen=True, eq=False)
 class Effector:
-    """A tip link: a point rigidly attached to a joint's frame (or to the base link)."""
+    """A tip link: a tool frame rigidly attached to a joint's frame (or to the base link)."""
 
     name: str
     parent: int                 # joint index it hangs from, -1 = the base link
-    offset: np.ndarray          # (3,) metres, in the parent joint's frame
-    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # tip frame orientation
+    offset: np.ndarray          # (3,) metres, tool frame origin in the parent joint's frame
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # tool frame axes, same
 
     def __post_init__(self) -> None:
         """Validate and freeze the fields."""
@@ -562,8 +596,12 @@ class Chain:
         self._steps = [(joint.parent + 1, index) for index, joint in enumerate(self.joints)]
         self._axes_local = axes[:, :, None]
         self._effector_rows = np.array([e.parent + 1 for e in self.effectors], dtype=int)
-        self._effector_points_local = np.ones((len(self.effectors), 4, 1))
-        self._effector_points_local[:, :3, 0] = [e.offset for e in self.effectors]
+        # Each effector's tool frame in its parent joint's frame: [rotation | offset].
+        self._effector_frames_local = np.zeros((len(self.effectors), 4, 4))
+        self._effector_frames_local[:, :3, :3] = [e.rotation for e in self.effectors]
+        self._effector_frames_local[:, :3, 3] = [e.offset for e in self.effectors]
+        self._effector_frames_local[:, 3, 3] = 1.0
+        self._effector_points_local = self._effector_frames_local[:, :, 3:]
 
     # ---------------------------------------------------------------- forward kinematics
 
@@ -617,6 +655,19 @@ class Chain:
     def tip_position(self, q: object, effector: int = 0) -> np.ndarray:
         """Return effector `effector`'s (3,) point (metres, base frame) at joint angles q."""
         return self.effector_positions(q)[effector]
+
+    def effector_poses(self, q: object) -> np.ndarray:
+        """
+        Return the (m, 4, 4) tool frames of the effectors at joint angles q, base frame.
+
+        An effector's tool frame is its tip link's frame as the URDF defines it (fixed joints
+        folded in): translation in metres, rotation columns the tool's x, y, z axes.
+        """
+        return self._frames(q)[self._effector_rows] @ self._effector_frames_local
+
+    def tip_pose(self, q: object, effector: int = 0) -> np.ndarray:
+        """Return effector `effector`'s (4, 4) tool frame (base frame) at joint angles q."""
+        return self.effector_poses(q)[effector]
 
     def joint_positions(self, q: object) -> np.ndarray:
         """Return the (n, 3) joint origins (metres, base frame) at joint angles q."""

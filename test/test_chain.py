@@ -5,8 +5,8 @@ from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 
 from fabrik_ros.chain import (Chain, ChainError, Effector, Joint, MAX_JOINTS, Mimic,
-                              rotation_about_axis,
-                              rotation_from_rpy, rpy_from_rotation)
+                              quaternion_from_rotation, rotation_about_axis,
+                              rotation_from_quaternion, rotation_from_rpy, rpy_from_rotation)
 from hypothesis import assume, given, settings, strategies as st
 import numpy as np
 import pytest
@@ -189,6 +189,43 @@ class TestForwardKinematics:
                       else np.zeros(3))
             assert np.linalg.norm(kinematics.positions[index] - parent) == pytest.approx(
                 np.linalg.norm(joint.origin_xyz), abs=1e-12)
+
+    @settings(max_examples=60, deadline=None)
+    @given(random_trees(), st.data())
+    def test_tool_frames_are_the_tip_links_frames(self, chain, data):
+        q = in_limits(chain, data)
+        kinematics = chain.forward(q)
+        poses = chain.effector_poses(q)
+        for index, effector in enumerate(chain.effectors):
+            rotation = (kinematics.rotations[effector.parent] if effector.parent >= 0
+                        else np.eye(3))
+            np.testing.assert_allclose(poses[index, :3, :3], rotation @ effector.rotation,
+                                       atol=1e-12)
+        np.testing.assert_allclose(poses[:, :3, 3], kinematics.effectors, atol=1e-12)
+        np.testing.assert_array_equal(poses[:, 3], np.broadcast_to([0, 0, 0, 1],
+                                                                   (len(poses), 4)))
+        np.testing.assert_array_equal(chain.tip_pose(q), poses[0])
+
+    def test_a_urdf_tool_frame_keeps_its_fixed_joint_rotation(self):
+        tipped = urdf('<joint name="j1" type="revolute"><parent link="base"/>'
+                      '<child link="a"/><axis xyz="0 0 1"/>'
+                      '<limit lower="-1" upper="1" velocity="1"/></joint>',
+                      '<joint name="tool" type="fixed"><parent link="a"/><child link="tip"/>'
+                      '<origin xyz="0.1 0 0" rpy="0 1.5707963267948966 0"/></joint>',
+                      links=('base', 'a', 'tip'))
+        chain = Chain.from_urdf(tipped, 'base', 'tip')
+        pose = chain.tip_pose([0.5])
+        np.testing.assert_allclose(pose[:3, :3], rotation_about_axis(Z, 0.5)
+                                   @ rotation_from_rpy([0.0, math.pi / 2, 0.0]), atol=1e-12)
+        np.testing.assert_allclose(pose[:3, 3], [0.1 * math.cos(0.5), 0.1 * math.sin(0.5), 0],
+                                   atol=1e-12)
+
+    @given(rpys)
+    def test_quaternions_and_rotations_convert_both_ways(self, rpy):
+        rotation = rotation_from_rpy(rpy)
+        xyzw = quaternion_from_rotation(rotation)
+        assert np.linalg.norm(xyzw) == pytest.approx(1.0) and xyzw[3] >= 0.0
+        np.testing.assert_allclose(rotation_from_quaternion(xyzw), rotation, atol=1e-12)
 
     @settings(max_examples=60, deadline=None)
     @given(random_trees(), st.data())
