@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 import math
 from operator import mul
 import time
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
-from fabrik_ros.chain import Chain
+from fabrik_ros.chain import Chain, Effector, rotation_from_quaternion
 import numpy as np
 
 ROOT_MODES = ('pinned', 'free')
 FIT_MODES = ('chain', 'next')
+ORIENTATION_MODES = ('full', 'axis', 'position')
 MAX_COORDINATE_M = 1e6  # metres: a target farther out is an input error (it would overflow)
 
 _TWO_PI = 2.0 * math.pi
@@ -57,6 +58,10 @@ _DAMPING_START = 0.1
 _DAMPING_MIN = 1e-3
 _DAMPING_MAX = 1e8      # beyond this no step lowers the error: the closing step has stalled
 _DAMPING_FLOOR = 1e-12  # m^2: keeps J J^T + damping I invertible in floating point
+# m^2: orientation solves damp at least this much. Near a wrist singularity (two roll axes
+# in line) the orientation rows lose rank and an undamped step swings the wrist by radians
+# for a millimetre; this keeps a tracking step within about |residual| / (2 sqrt(floor)).
+_POSE_DAMPING_FLOOR = 2.5e-5
 # A closing step gaining less than _STALL tolerances plus _STALL_RELATIVE of the error has
 # stalled: 1 um at the default tolerance, 10 um more per metre an unreachable target is away.
 _STALL = 1e-2
@@ -71,6 +76,11 @@ _LIMIT_MARGIN = 0.3     # radians: closer to a limit, a joint's closing steps ar
 _LIMIT_WEIGHT_MIN = 0.05  # ... but never below this, so it can still reach the limit
 _LIMIT_PUSH = 0.2       # a solve's first closing step undoes this much of a joint's intrusion
 #                         into that margin, in the null space of the targets (no error)
+# An orientation solve of reachable targets whose closing step removes less than this share
+# of the remaining error, farther than restart_error from the target, has stalled in a local
+# minimum (the wrong wrist or elbow branch, a joint limit): a restart is cheaper than
+# creeping on.
+_POSE_STALL = 0.1
 _NUDGE = 0.1            # radians: how far a retry out of reach turns each joint
 _RESTART_SEED = 20111   # fixed, so solves are reproducible
 _RESTART_ERROR = 10.0   # tolerances: default restart_error ...
@@ -93,7 +103,14 @@ class IkResult:
     pose (d_i metres, w_i their weights, see IkSolver) of the best pose so far after the
     seed and after each iteration, so it never grows; trace: the matching joint vectors
     when solve(..., trace=True), else None. timed_out: the time budget ended the solve
-    (the answer is the best pose found until then).
+    (the answer is the best pose found until then). Orientation errors count in the
+    history as orientation_scale metres per radian (weight 1).
+    orientation_errors: (m,) radians per effector with an orientation target: the angle
+    between the target frame and the reached tool frame ('full' and 'position' modes), or
+    between the target's and the tool's axes ('axis'); NaN where it had none;
+    orientation_error: their maximum (NaN for a position-only solve); the reached tool
+    frames are chain.effector_poses(q). reached: every error within its tolerance (the
+    orientation errors of effectors in 'position' mode are reported, not required).
     """
 
     q: np.ndarray
@@ -111,6 +128,8 @@ class IkResult:
     history: list[float] = field(default_factory=list)
     trace: list[np.ndarray] | None = None
     timed_out: bool = False
+    orientation_error: float = math.nan
+    orientation_errors: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
 class _State(NamedTuple):
@@ -141,11 +160,12 @@ class _Joint(NamedTuple):
 
 
 class _Effector(NamedTuple):
-    """An effector compiled for the sweep, the backward pass and the Jacobian."""
+    """An effector (or a marker point of its tool) compiled for the sweep and the passes."""
 
     parent: int
     point: int
     offset: tuple[float, float, float]  # in the canonical parent frame
+    tool: tuple[float, ...]     # (9,) rotation: canonical parent frame -> tool frame
     joints: tuple[int, ...]     # joints that move it, root first
     path: tuple[int, ...]       # points from the effector up to its anchor, anchor excluded
     along: tuple[float, ...]    # metres, each path point's distance from the anchor, unbent
@@ -180,17 +200,34 @@ class _Tree:
     Point 0 is the base origin; points are numbered depth-first, parents first. A prismatic
     joint's origin is a point of its own, whose distance to its parent point slides.
     Building it takes time and memory linear in the number of joints.
+
+    markers: per effector, points fixed in its tool frame (metres) that become effectors of
+    their own, after the chain's: the multi-point end effector of orientation solves, whose
+    points the passes fit like any other. `tools` counts the chain's own effectors.
     """
 
-    def __init__(self, chain: Chain) -> None:
+    def __init__(self, chain: Chain, markers: Sequence[Sequence[np.ndarray]] = ()) -> None:
         joints = chain.joints
+        self.tools = len(chain.effectors)
+        self.markers: list[list[int]] = [[] for _ in chain.effectors]  # effector indices
+        self.marker_points = [[tuple(map(float, point)) for point in points]
+                              for points in markers]    # metres, tool frame
+        self.marker_owners: list[int] = []  # per marker effector, the effector it belongs to
+        effectors = list(chain.effectors)
+        for owner, points in enumerate(markers):
+            tool = chain.effectors[owner]
+            for point in points:
+                self.markers[owner].append(len(effectors))
+                self.marker_owners.append(owner)
+                effectors.append(Effector(f'{tool.name}:marker', tool.parent,
+                                          tool.offset + tool.rotation @ point, tool.rotation))
         canonical = [_axis_frame(joint.axis) for joint in joints]
         identity = np.eye(3)
         child_joints: list[list[int]] = [[] for _ in range(len(joints) + 1)]  # -1 last
         for index, joint in enumerate(joints):
             child_joints[joint.parent].append(index)
         child_effectors: list[list[int]] = [[] for _ in range(len(joints) + 1)]
-        for index, effector in enumerate(chain.effectors):
+        for index, effector in enumerate(effectors):
             child_effectors[effector.parent].append(index)
         coordinate = chain.coordinate_of_joint.tolist()
         multiplier = chain.multipliers.tolist()
@@ -201,7 +238,7 @@ class _Tree:
                 deciding.setdefault(c, index)
 
         point_of_joint = [0] * len(joints)
-        effector_point = [0] * len(chain.effectors)
+        effector_point = [0] * len(effectors)
         parent_point = [-1]
         length: list[float] = [0.0]      # metres to the parent point (a bound if sliding)
         sliding = [False]
@@ -217,7 +254,7 @@ class _Tree:
 
         def add_effectors(joint: int, point: int) -> None:
             for index in child_effectors[joint]:
-                offset = chain.effectors[index].offset
+                offset = effectors[index].offset
                 effector_point[index] = new_point(point, float(np.linalg.norm(offset)), False)
                 if joint < 0:
                     self.root_rigid.add(effector_point[index])
@@ -261,7 +298,7 @@ class _Tree:
                 _floats(up.T @ joint.origin_xyz), low, high, joint.prismatic, c, m, o,
                 deciding.get(c) == index))
         self.effectors: list[_Effector] = []
-        for index, effector in enumerate(chain.effectors):
+        for index, effector in enumerate(effectors):
             up = canonical[effector.parent] if effector.parent >= 0 else identity
             point = effector_point[index]
             movers = []
@@ -280,9 +317,11 @@ class _Tree:
                 path.append(parent_point[path[-1]])
             along = np.cumsum([length[k] for k in reversed(path)])[::-1]
             self.effectors.append(_Effector(
-                effector.parent, point, _floats(up.T @ effector.offset), tuple(movers),
+                effector.parent, point, _floats(up.T @ effector.offset),
+                _floats(up.T @ effector.rotation), tuple(movers),
                 tuple(path), tuple(along.tolist()), anchor, float(along[0]) if path else 0.0))
         self.effector_links = [(e.parent, e.point, e.offset) for e in self.effectors]
+        self.marker_point_set = {e.point for e in self.effectors[self.tools:]}
         self.n_points = len(parent_point)
         # Per point its children and their distance (None: it slides, measure it).
         self.children: list[list[tuple[int, float | None]]] = [[] for _ in parent_point]
@@ -428,12 +467,13 @@ class _Tree:
         """
         Run FABRIK's tip-to-root pass; return the desired points and the root position.
 
-        goal_points, goals: the effector points that have a goal and where it is, metres.
-        stretch: fixed desired points for targets out of reach (see stretched()). weights:
-        per point, see subtree_weights(): a sub-base goes to the weighted centroid of its
-        branches' proposals, each branch weighing what its effectors weigh; branches with no
-        goal stay. A pinned root stays; a free root follows its children like the end of a
-        rope.
+        goal_points, goals: the effector points that have a goal and where it is, metres
+        (marker points too, in orientation solves). stretch: fixed desired points for
+        targets out of reach (see stretched()), and where a tool with an orientation target
+        puts its joint's point. weights: per point, see subtree_weights(): a sub-base goes
+        to the weighted centroid of its branches' proposals, each branch weighing what its
+        effectors weigh; branches with no goal stay. A pinned root stays; a free root
+        follows its children like the end of a rope.
         """
         points = state.points
         desired = list(points)
@@ -637,6 +677,227 @@ def _damped_least_squares(rows: list[list[float]], residual: list[float],
     return (np.linalg.solve(system, residual) @ jacobian).tolist()
 
 
+def _product(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
+    """Return the product of two row-major 3x3 rotations (9-tuples)."""
+    a0, a1, a2, a3, a4, a5, a6, a7, a8 = a
+    b0, b1, b2, b3, b4, b5, b6, b7, b8 = b
+    return (a0 * b0 + a1 * b3 + a2 * b6, a0 * b1 + a1 * b4 + a2 * b7,
+            a0 * b2 + a1 * b5 + a2 * b8, a3 * b0 + a4 * b3 + a5 * b6,
+            a3 * b1 + a4 * b4 + a5 * b7, a3 * b2 + a4 * b5 + a5 * b8,
+            a6 * b0 + a7 * b3 + a8 * b6, a6 * b1 + a7 * b4 + a8 * b7,
+            a6 * b2 + a7 * b5 + a8 * b8)
+
+
+def _transposed(r: Sequence[float]) -> tuple[float, ...]:
+    """Return the transpose (the inverse) of a row-major 3x3 rotation."""
+    return r[0], r[3], r[6], r[1], r[4], r[7], r[2], r[5], r[8]
+
+
+def _apply(r: Sequence[float], v: Sequence[float]) -> tuple[float, float, float]:
+    """Return the row-major 3x3 rotation r applied to the 3-vector v."""
+    x, y, z = v
+    return (r[0] * x + r[1] * y + r[2] * z, r[3] * x + r[4] * y + r[5] * z,
+            r[6] * x + r[7] * y + r[8] * z)
+
+
+def _rotation_error(reached: Sequence[float], target: Sequence[float]
+                    ) -> tuple[float, tuple[float, float, float]]:
+    """
+    Return the angle (radians) and rotation vector (base frame) turning `reached` onto target.
+
+    Both are row-major 3x3 rotations; the vector is the log of target @ reached^T, whose sine
+    part gives the axis away from a half turn; at a half turn the axis comes from M + I.
+    """
+    m = _product(target, _transposed(reached))
+    vx, vy, vz = m[7] - m[5], m[2] - m[6], m[3] - m[1]
+    sine = math.sqrt(vx * vx + vy * vy + vz * vz)     # 2 sin(angle)
+    angle = math.atan2(sine, m[0] + m[4] + m[8] - 1.0)
+    if sine > 1e-6:
+        return angle, (vx * angle / sine, vy * angle / sine, vz * angle / sine)
+    if angle < 1.0:
+        return angle, (vx / 2.0, vy / 2.0, vz / 2.0)
+    columns = [(m[0] + 1.0, m[3], m[6]), (m[1], m[4] + 1.0, m[7]), (m[2], m[5], m[8] + 1.0)]
+    ux, uy, uz = max(columns, key=lambda c: c[0] * c[0] + c[1] * c[1] + c[2] * c[2])
+    norm = math.sqrt(ux * ux + uy * uy + uz * uz)
+    return angle, (ux * angle / norm, uy * angle / norm, uz * angle / norm)
+
+
+def _axis_error(reached: Sequence[float], target: Sequence[float]
+                ) -> tuple[float, tuple[float, float, float]]:
+    """
+    Return the angle (radians) between two unit axes and the rotation vector between them.
+
+    The vector turns the first axis onto the second the shortest way: perpendicular to both
+    (at a half turn, any axis perpendicular to the first).
+    """
+    ax, ay, az = reached
+    bx, by, bz = target
+    vx, vy, vz = ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx
+    sine = math.sqrt(vx * vx + vy * vy + vz * vz)
+    angle = math.atan2(sine, ax * bx + ay * by + az * bz)
+    if sine <= 1e-12:
+        if angle < 1.0:
+            return angle, (0.0, 0.0, 0.0)
+        # Half turn: about any axis perpendicular to `reached`.
+        vx, vy, vz = (0.0, -az, ay) if abs(ax) < 0.9 else (az, 0.0, -ax)
+        sine = math.sqrt(vx * vx + vy * vy + vz * vz)
+    return angle, (vx * angle / sine, vy * angle / sine, vz * angle / sine)
+
+
+def quaternion_rotation(quaternion: object, what: str = 'orientation') -> tuple[float, ...]:
+    """
+    Return the row-major 3x3 rotation (9-tuple) of a quaternion (x, y, z, w), ROS order.
+
+    A non-unit quaternion is normalised; a zero, non-finite or wrongly shaped one raises
+    ValueError naming `what`.
+    """
+    values = np.asarray(quaternion, dtype=float).tolist()
+    if not isinstance(values, list) or len(values) != 4 or isinstance(values[0], list):
+        raise ValueError(f'{what} has shape {np.shape(quaternion)}, expected a quaternion '
+                         '(x, y, z, w)')
+    if not all(map(math.isfinite, values)):
+        raise ValueError(f'{what} is not finite: {values}')
+    norm = math.sqrt(sum(v * v for v in values))
+    if norm < 1e-9:
+        raise ValueError(f'{what} is a zero quaternion: {values}')
+    return tuple(rotation_from_quaternion([v / norm for v in values]).ravel().tolist())
+
+
+class _Orientations:
+    """
+    The orientation targets of one solve, in the solver's units.
+
+    An orientation error of angle a counts as a distance of `scale` * a metres (scale =
+    tolerance / orientation_tolerance), so one objective, the sum of squares, weighs both,
+    and an error within the position tolerance means within both tolerances. Per targeted
+    effector: its index, mode ('full' or 'axis'), target rotation (9-tuple, base frame),
+    tool axis (tool frame) and target axis (base frame).
+    """
+
+    def __init__(self, tree: _Tree, rotations: list[tuple[float, ...] | None],
+                 modes: Sequence[str], axes: Sequence[tuple[float, float, float]],
+                 scale: float) -> None:
+        self.tree = tree
+        self.scale = scale
+        self.items = [(index, mode, rotation, axes[index], _apply(rotation, axes[index]))
+                      for index, (rotation, mode) in enumerate(zip(rotations, modes))
+                      if rotation is not None and mode != 'position']
+        self._measured: _State | None = None
+        self._found: list = []
+        self.goals: list[tuple[float, float, float]] = []  # per marker, see marker_goals()
+
+    def tool_rotation(self, state: _State, index: int) -> tuple[float, ...]:
+        """Return effector `index`'s tool rotation (9-tuple, base frame) in a state."""
+        effector = self.tree.effectors[index]
+        return _product(state.frames[effector.parent][:9], effector.tool)
+
+    def errors(self, state: _State) -> list[tuple[float, tuple[float, float, float],
+                                                  tuple[float, ...]]]:
+        """Return per targeted effector (angle, rotation vector, tool rotation)."""
+        if state is self._measured:
+            return self._found
+        found = []
+        for index, mode, rotation, axis, target_axis in self.items:
+            reached = self.tool_rotation(state, index)
+            if mode == 'full':
+                found.append((*_rotation_error(reached, rotation), reached))
+            else:
+                found.append((*_axis_error(_apply(reached, axis), target_axis), reached))
+        self._measured, self._found = state, found     # measured, then stepped from
+        return found
+
+    def squares(self, state: _State) -> list[float]:
+        """Return the squared orientation errors, as metres^2 (see the class docstring)."""
+        scale = self.scale
+        return [(scale * angle) ** 2 for angle, _, _ in self.errors(state)]
+
+    def marker_goals(self, goals: list[tuple[float, float, float]]
+                     ) -> list[tuple[float, float, float]]:
+        """Return where the tools' marker points go: the target frames' points (metres)."""
+        tree = self.tree
+        found: list[tuple[float, float, float] | None] = [None] * (len(tree.effectors)
+                                                                   - tree.tools)
+        for index, _, rotation, _, _ in self.items:
+            gx, gy, gz = goals[index]
+            for marker, local in zip(tree.markers[index], tree.marker_points[index]):
+                dx, dy, dz = _apply(rotation, local)
+                found[marker - tree.tools] = (gx + dx, gy + dy, gz + dz)
+        return found
+
+    def placed(self, state: _State, goals: list[tuple[float, float, float]]
+               ) -> dict[int, tuple[float, float, float]]:
+        """
+        Return where the tools' rigid bodies put their parent joints' points (FABRIK pass 1).
+
+        The tool and the point of the joint it hangs from are one rigid body: with the tool
+        on its target frame, that point goes where the body takes it ('full'), or, with the
+        roll about the tool axis free ('axis'), to the nearest such place.
+        """
+        tree = self.tree
+        placed = {}
+        for (index, mode, rotation, axis, target_axis), (_, _, reached) in zip(
+                self.items, self.errors(state)):
+            effector = tree.effectors[index]
+            if effector.parent < 0:
+                continue
+            point = tree.joints[effector.parent].point
+            if point in tree.root_rigid:
+                continue
+            px, py, pz = state.points[point]
+            tx, ty, tz = state.points[effector.point]
+            gx, gy, gz = goals[index]
+            rel = (px - tx, py - ty, pz - tz)
+            if mode == 'full':
+                turn = _product(rotation, _transposed(reached))
+                dx, dy, dz = _apply(turn, rel)
+                placed[point] = (gx + dx, gy + dy, gz + dz)
+                continue
+            ax, ay, az = _apply(reached, axis)
+            height = rel[0] * ax + rel[1] * ay + rel[2] * az
+            radial = math.sqrt(max(sum(v * v for v in rel) - height * height, 0.0))
+            bx, by, bz = target_axis
+            wx, wy, wz = px - gx, py - gy, pz - gz
+            along = wx * bx + wy * by + wz * bz
+            wx, wy, wz = wx - along * bx, wy - along * by, wz - along * bz
+            norm = math.sqrt(wx * wx + wy * wy + wz * wz)
+            scale = radial / norm if norm > 1e-12 else 0.0
+            placed[point] = (gx + height * bx + scale * wx, gy + height * by + scale * wy,
+                             gz + height * bz + scale * wz)
+        return placed
+
+    def extend(self, state: _State, rows: list[list[float]], residual: list[float]) -> None:
+        """
+        Append the orientation rows of the Jacobian and the residual, scaled to metres.
+
+        A joint turns the tool about its own axis: the rows are that axis times scale, for
+        the joints that move the tool; with a free roll ('axis') the part along the tool axis
+        changes nothing and is taken out. The residual is the rotation vector times scale.
+        """
+        width = len(rows[0])
+        scale = self.scale
+        joints = self.tree.joints
+        for (index, mode, _, axis, _), (_, vector, reached) in zip(self.items,
+                                                                   self.errors(state)):
+            rx, ry, rz = [0.0] * width, [0.0] * width, [0.0] * width
+            ax, ay, az = _apply(reached, axis)
+            for j in self.tree.effectors[index].joints:
+                joint = joints[j]
+                if joint.prismatic:     # a slide does not turn the tool
+                    continue
+                frame = state.frames[j]
+                ux, uy, uz = frame[2], frame[5], frame[8]
+                if mode == 'axis':
+                    along = ux * ax + uy * ay + uz * az
+                    ux, uy, uz = ux - along * ax, uy - along * ay, uz - along * az
+                # A mimic joint adds its column, times its multiplier, to its leader's.
+                c, m = joint.coordinate, joint.multiplier * scale
+                rx[c] += m * ux
+                ry[c] += m * uy
+                rz[c] += m * uz
+            rows += [rx, ry, rz]
+            residual += [scale * v for v in vector]
+
+
 def _clamped(q: list[float], step: list[float], lower: list[float], upper: list[float]
              ) -> tuple[list[float], list[int]]:
     """Return q + step clamped into [lower, upper] (radians), and the joints clamped."""
@@ -695,6 +956,18 @@ class IkSolver:
     an effector with a target, 100 for one holding its pose, so held effectors hold.
     Effectors that share no joint with an unreachable one reach their targets whatever
     the weights.
+
+    Orientation targets (solve(..., orientation=...)): orientation_tolerance, radians, is
+    how close the tool frame must come. orientation_mode says which of its freedoms the
+    target fixes, one for every effector or a mapping effector name -> mode: 'full' (the
+    whole frame), 'axis' (the tool axis points along the target's, the roll about it is
+    free: drills, cameras, 5-DOF arms) or 'position' (the orientation is reported, not
+    sought). tool_axis: that axis in the tool frame (a 3-vector, or a mapping per effector),
+    default z. Inside, an orientation error of a radians weighs as much as
+    orientation_scale * a metres of position error, orientation_scale = tolerance /
+    orientation_tolerance (0.1 m by default): both tolerances weigh the same. An
+    orientation solve treats the effectors as one group, and with unreachable_after
+    'auto' it tries every restart seed (an oriented tool has little redundancy).
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
@@ -703,7 +976,10 @@ class IkSolver:
                  restart_error: float | None = None,
                  unreachable_after: int | None | str = 'auto',
                  timeout: float | None = None, clock: Callable[[], float] = time.perf_counter,
-                 effector_weights: Mapping[str, float] | None = None) -> None:
+                 effector_weights: Mapping[str, float] | None = None,
+                 orientation_tolerance: float = 1e-3,
+                 orientation_mode: str | Mapping[str, str] = 'full',
+                 tool_axis: object = (0.0, 0.0, 1.0)) -> None:
         if not (math.isfinite(tolerance) and tolerance > 0.0):
             raise ValueError(f'tolerance must be a positive number of metres, got {tolerance}')
         if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) \
@@ -718,6 +994,10 @@ class IkSolver:
         if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) \
                 or max_restarts < 0:
             raise ValueError(f'max_restarts must be an integer >= 0, got {max_restarts!r}')
+        if not (math.isfinite(orientation_tolerance) and orientation_tolerance > 0.0):
+            raise ValueError('orientation_tolerance must be a positive number of radians, got '
+                             f'{orientation_tolerance}')
+        self._unreachable_auto = unreachable_after == 'auto'
         if unreachable_after == 'auto':
             # Position leaves a redundant chain a manifold of solutions with wide basins,
             # so seeds that agree are telling; a chain with no more joints than its targets
@@ -734,9 +1014,18 @@ class IkSolver:
         self.clock = clock
         self.chain = chain
         self.tolerance = float(tolerance)
+        self.orientation_tolerance = float(orientation_tolerance)
+        self.orientation_scale = self.tolerance / self.orientation_tolerance
+        self._effector_index = {name: i for i, name in enumerate(chain.effector_names)}
+        self.orientation_modes = self._per_effector(orientation_mode, 'orientation_mode',
+                                                    _orientation_mode, 'full')
+        self.tool_axes = self._per_effector(tool_axis, 'tool_axis', _unit_axis,
+                                            (0.0, 0.0, 1.0))
+        self._pose_trees: dict[tuple[str, ...], tuple[_Tree, list]] = {}
         self.max_iterations = max_iterations
         self.root = root
         self.fabrik_gain = float(fabrik_gain)
+        self._fit = fit
         self._tree = _Tree(chain)
         self._fits = self._tree.whole_fit if fit == 'chain' else self._tree.next_fit
         reach = max(effector.reach for effector in self._tree.effectors)
@@ -746,12 +1035,12 @@ class IkSolver:
         if not closing_radius >= 0.0:   # inf allowed: the closing step alone
             raise ValueError(f'closing_radius must be >= 0 metres, got {closing_radius}')
         self.closing_radius = float(closing_radius)
-        self._effector_index = {name: i for i, name in enumerate(chain.effector_names)}
         # With a pinned root, effectors that share no joint are independent sub-problems;
         # a free root moves them all.
         everything = _Group(tuple(range(len(chain.effectors))), tuple(range(chain.dof)))
         self._groups = (_independent_groups(chain.moves_effector) if root == 'pinned'
                         else (everything,))
+        self._everything = (everything,)
         self.effector_weights = self._weights(effector_weights or {})
         self._lower = chain.lower.tolist()
         self._upper = chain.upper.tolist()
@@ -792,6 +1081,75 @@ class IkSolver:
                                  f'positive number, got {weight!r}')
             checked[name] = float(weight)
         return checked
+
+    def _per_effector(self, value: object, what: str, check, default: object) -> list:
+        """
+        Return one checked value per effector from a value for all or a name mapping.
+
+        Effectors a mapping leaves out get `default`.
+        """
+        names = self.chain.effector_names
+        if not isinstance(value, Mapping):
+            return [check(value, what)] * len(names)
+        unknown = set(value) - set(names)
+        if unknown:
+            raise ValueError(f'{what}: unknown effectors {sorted(unknown)}; the chain has '
+                             f'{names}')
+        return [check(value[name] if name in value else default, f'{what} of {name!r}')
+                for name in names]
+
+    def _orientations(self, orientation: object,
+                      targets: list[tuple[float, float, float] | None]
+                      ) -> list[tuple[float, ...] | None]:
+        """Return per effector its target rotation (9-tuple) or None; ValueError if bad."""
+        m = len(targets)
+        names = self.chain.effector_names
+        rotations: list[tuple[float, ...] | None] = [None] * m
+        if isinstance(orientation, Mapping):
+            for name, value in orientation.items():
+                if name not in self._effector_index:
+                    raise ValueError(f'unknown effector {name!r} in orientation; the chain has '
+                                     f'{names}')
+                rotations[self._effector_index[name]] = quaternion_rotation(
+                    value, f'orientation for {name!r}')
+        else:
+            array = np.asarray(orientation, dtype=float)
+            if array.shape == (4,) and m == 1:
+                rotations[0] = quaternion_rotation(array)
+            elif array.shape == (m, 4):
+                for index, row in enumerate(array.tolist()):
+                    if not all(map(math.isnan, row)):
+                        rotations[index] = quaternion_rotation(
+                            row, f'orientation for {names[index]!r}')
+            else:
+                raise ValueError(
+                    f'orientation has shape {array.shape}; expected a quaternion (x, y, z, w) '
+                    f'for a single effector, ({m}, 4) with NaN rows, or a mapping of effector '
+                    f'names {names} to quaternions')
+        for index, (rotation, target) in enumerate(zip(rotations, targets)):
+            if rotation is not None and target is None:
+                raise ValueError(f'effector {names[index]!r} has an orientation but no '
+                                 'position target')
+        return rotations
+
+    def _pose_tree(self, modes: tuple[str, ...]) -> tuple[_Tree, list]:
+        """
+        Return the tree with marker points for these per-effector modes, and its fits.
+
+        'full' adds two points on the tool's x and y axes, 'axis' one on the tool axis, at
+        orientation_scale metres from the tool point: fitted onto the target frame's points,
+        they carry the orientation through FABRIK's passes.
+        """
+        if modes not in self._pose_trees:
+            scale = self.orientation_scale
+            markers = [[] if mode == 'position' else
+                       [np.array(axis) * scale] if mode == 'axis' else
+                       [np.array([scale, 0.0, 0.0]), np.array([0.0, scale, 0.0])]
+                       for mode, axis in zip(modes, self.tool_axes)]
+            tree = _Tree(self.chain, markers)
+            self._pose_trees[modes] = (tree, tree.whole_fit if self._fit == 'chain'
+                                       else tree.next_fit)
+        return self._pose_trees[modes]
 
     def _targets(self, target: object) -> list[tuple[float, float, float] | None]:
         """Return per effector its target (metres) or None; ValueError on bad input."""
@@ -836,7 +1194,7 @@ class IkSolver:
     # ------------------------------------------------------------------ solve
 
     def solve(self, target: object, seed: object = None, trace: bool = False,
-              timeout: float | None = None) -> IkResult:
+              timeout: float | None = None, *, orientation: object = None) -> IkResult:
         """
         Return joint angles that bring the effectors to their targets.
 
@@ -848,11 +1206,33 @@ class IkSolver:
         the joints allow; result.error is the remaining distance and reached is False.
         Raises ValueError on NaN/inf, wrong shapes, unknown effector names, an all-NaN
         target, a non-finite seed or a timeout that is not a positive number.
+
+        orientation: the tool frame's target orientation, a quaternion (x, y, z, w) in ROS
+        order, base frame, normalised if not unit; for trees a mapping effector name ->
+        quaternion (or (m, 4) with NaN rows), each for an effector with a position target.
+        What it fixes follows orientation_mode; None (default): position only, exactly the
+        solve without orientations. An unreachable pose ends at the best compromise of
+        both errors (see orientation_scale), both reported.
         """
         targets = self._targets(target)
+        rotations = self._orientations(orientation, targets) if orientation is not None \
+            else None
         budget = self.timeout if timeout is None else _checked_timeout(timeout)
         deadline = self.clock() + budget if budget is not None else math.inf
-        tree = self._tree
+        orientations = None
+        tree, tree_fits, all_groups = self._tree, self._fits, self._groups
+        unreachable_after = self.unreachable_after
+        modes = tuple(mode if rotation is not None else 'position'
+                      for rotation, mode in zip(rotations or (), self.orientation_modes))
+        if any(mode != 'position' for mode in modes):
+            tree, tree_fits = self._pose_tree(modes)
+            orientations = _Orientations(tree, rotations, modes, self.tool_axes,
+                                         self.orientation_scale)
+            all_groups = self._everything
+            if self._unreachable_auto:
+                # An oriented tool leaves little or no redundancy (six joints, a full pose:
+                # isolated solutions; a free roll: one family) in small basins.
+                unreachable_after = None
         free_root = self.root == 'free'
         start = tree.sweep(self._seed(seed), (0.0, 0.0, 0.0))
         goals = [goal if goal is not None else start.points[effector.point]
@@ -861,12 +1241,15 @@ class IkSolver:
                    for name, goal in zip(self.chain.effector_names, targets)]
         stretch, floors = (tree.stretched(targets, start, self.tolerance) if not free_root
                            else ({}, [0.0] * len(targets)))
+        if orientations is not None:    # the target frames, out of reach where they can be
+            bases = [stretch.get(effector.point, goal)
+                     for goal, effector in zip(goals, tree.effectors)]
+            orientations.goals = orientations.marker_goals(bases)
         # Groups that share no joint with a target out of reach are solved first, on their
         # own: restarts and stall tests then see only them, and they reach their targets
         # as if the far ones were not there. Then the groups out of reach, stretched.
-        far = tuple(group for group in self._groups
-                    if any(floors[i] for i in group.effectors))
-        near = tuple(group for group in self._groups if group not in far)
+        far = tuple(group for group in all_groups if any(floors[i] for i in group.effectors))
+        near = tuple(group for group in all_groups if group not in far)
         passes = [(groups, pass_stretch) for groups, pass_stretch
                   in ((near, {}), (far, stretch)) if groups]
         # Meanwhile the groups of the second pass stay at the seed.
@@ -875,20 +1258,23 @@ class IkSolver:
             goals[i], start.points[tree.effectors[i].point]) ** 2 for i in waiting)
         solve = None
         for groups, pass_stretch in passes:
-            fits = self._fits
+            fits = tree_fits
             if pass_stretch:
-                fits = [next_fit if all(point in pass_stretch
+                # Joints that move only stretched points (and their markers) lay straight.
+                markers = tree.marker_point_set
+                fits = [next_fit if all(point in pass_stretch or point in markers
                                         for point in tree.fit_points(whole_fit)) else fit
                         for fit, whole_fit, next_fit in zip(fits, tree.whole_fit,
                                                             tree.next_fit)]
             solve = _Solve(self, groups, goals, weights, floors, pass_stretch, fits, free_root,
-                           rest, trace, deadline, solve)
+                           rest, trace, deadline, solve, orientations)
             solve.attempt(start)
-            self._restart(solve, start, bool(pass_stretch))
+            self._restart(solve, start, bool(pass_stretch), unreachable_after)
             rest = solve.pose(), solve.best_fit.objective
-        return self._result(solve.final(), targets, solve)
+        return self._result(solve.final(), targets, rotations, solve)
 
-    def _restart(self, solve: _Solve, start: _State, stretch: bool) -> None:
+    def _restart(self, solve: _Solve, start: _State, stretch: bool,
+                 unreachable_after: int | None) -> None:
         """
         Attempt from other seeds while the best pose misses and restarts still make progress.
 
@@ -902,12 +1288,12 @@ class IkSolver:
         tracking = solve.initial_miss <= self.closing_radius
         patience = self.restart_error if tracking else self.tolerance
         margin = max(self.tolerance, _AGREE * self.reach)
-        if self.unreachable_after is not None:
+        if unreachable_after is not None:
             # Explored attempts end within a few explore stalls of their own minimum.
             margin = max(margin, 2.0 * _EXPLORE_STALL * solve.best_fit.miss)
         random_seeds = iter(self._restart_seeds)
         confirmed = 0   # restarts since the last progress that ended at the best residual
-        while solve.restarts < self.max_restarts and confirmed != self.unreachable_after \
+        while solve.restarts < self.max_restarts and confirmed != unreachable_after \
                 and solve.has_budget():
             before = solve.best_fit.miss
             if before > patience:
@@ -921,7 +1307,7 @@ class IkSolver:
             else:
                 break
             solve.restarts += 1
-            ended = solve.attempt(self._tree.sweep(seed, start.base), band=before + margin)
+            ended = solve.attempt(solve.tree.sweep(seed, start.base), band=before + margin)
             if solve.best_fit.miss < before - margin:
                 confirmed = 0
             elif ended < before + margin:
@@ -940,20 +1326,38 @@ class IkSolver:
         return [(lo + hi) / 2.0 if a in (lo, hi) else a
                 for a, lo, hi in zip(q, self._lower, self._upper)]
 
-    def _result(self, state: _State, targets: list, solve: _Solve) -> IkResult:
+    def _result(self, state: _State, targets: list, rotations: list | None, solve: _Solve
+                ) -> IkResult:
         """Package a final state; errors are measured from its forward kinematics."""
-        positions = [state.points[e.point] for e in self._tree.effectors]
+        effectors = solve.tree.effectors[:solve.tree.tools]
+        positions = [state.points[e.point] for e in effectors]
         errors = [math.dist(goal, position) if goal is not None else math.nan
                   for goal, position in zip(targets, positions)]
         error = max(e for e in errors if e == e)    # NaN != NaN: effectors without a target
+        reached = error <= self.tolerance
+        angles = [math.nan] * len(effectors)
+        sought = []
+        if rotations is not None:   # position-only solves skip the orientation bookkeeping
+            for index, (effector, rotation, mode, axis) in enumerate(zip(
+                    effectors, rotations, self.orientation_modes, self.tool_axes)):
+                if rotation is not None:
+                    tool = _product(state.frames[effector.parent][:9], effector.tool)
+                    angles[index] = (
+                        _axis_error(_apply(tool, axis), _apply(rotation, axis))[0]
+                        if mode == 'axis' else _rotation_error(tool, rotation)[0])
+            sought = [a for a in angles if a == a]
+            reached = reached and all(a <= self.orientation_tolerance for a, mode in zip(
+                angles, self.orientation_modes) if a == a and mode != 'position')
         return IkResult(
             q=np.array(state.q), error=error, errors=np.array(errors),
-            iterations=solve.fabrik_iterations + solve.closing_steps,
-            reached=error <= self.tolerance, base_position=np.array(state.base),
+            iterations=solve.fabrik_iterations + solve.closing_steps, reached=reached,
+            base_position=np.array(state.base),
             effector_positions=np.array(positions), fabrik_iterations=solve.fabrik_iterations,
             closing_steps=solve.closing_steps, restarts=solve.restarts,
             initial_error=solve.initial_error, fabrik_error=solve.fabrik_error,
-            history=solve.history, trace=solve.trace, timed_out=solve.timed_out)
+            history=solve.history, trace=solve.trace, timed_out=solve.timed_out,
+            orientation_error=max(sought) if sought else math.nan,
+            orientation_errors=np.array(angles))
 
 
 def _checked_timeout(timeout: float | None) -> float | None:
@@ -964,6 +1368,22 @@ def _checked_timeout(timeout: float | None) -> float | None:
         raise ValueError(f'timeout must be a positive number of seconds or None, got '
                          f'{timeout!r}')
     return float(timeout)
+
+
+def _orientation_mode(value: object, what: str) -> str:
+    """Return a valid orientation mode, or raise ValueError naming it."""
+    if value not in ORIENTATION_MODES:
+        raise ValueError(f'{what} must be one of {ORIENTATION_MODES}, got {value!r}')
+    return value
+
+
+def _unit_axis(value: object, what: str) -> tuple[float, float, float]:
+    """Return a non-zero finite 3-vector normalised, or raise ValueError naming it."""
+    x, y, z = _point(value, what)
+    norm = math.sqrt(x * x + y * y + z * z)
+    if norm < 1e-9:
+        raise ValueError(f'{what} is a zero vector')
+    return x / norm, y / norm, z / norm
 
 
 def _point(value: object, what: str) -> tuple[float, float, float]:
@@ -1039,9 +1459,11 @@ class _Solve:
                  weights: list[float], floors: list[float],
                  stretch: dict[int, tuple[float, float, float]],
                  fits: list[_Fit], free_root: bool, rest: tuple[list[float], float],
-                 trace: bool, deadline: float, previous: _Solve | None = None) -> None:
+                 trace: bool, deadline: float, previous: _Solve | None = None,
+                 orientations: _Orientations | None = None) -> None:
         self.solver = solver
-        self.tree = solver._tree
+        self.orientations = orientations
+        self.tree = solver._tree if orientations is None else orientations.tree
         effectors = sorted(effector for group in groups for effector in group.effectors)
         self.effectors = effectors
         self.goals = [goals[i] for i in effectors]
@@ -1053,7 +1475,16 @@ class _Solve:
         self.fits = fits
         self.free_root = free_root
         self.deadline = deadline
-        self.point_weights = self.tree.subtree_weights(self.goal_points, self.weights)
+        # FABRIK's backward pass also pulls the tools' markers, weighing what their tools do.
+        self.reach_points, self.reach_goals = self.goal_points, self.goals
+        point_weights = self.weights
+        if orientations is not None:
+            markers = self.tree.effectors[self.tree.tools:]
+            self.reach_points = self.goal_points + [marker.point for marker in markers]
+            self.reach_goals = self.goals + orientations.goals
+            point_weights = self.weights + [weights[owner] for owner in
+                                            self.tree.marker_owners]
+        self.point_weights = self.tree.subtree_weights(self.reach_points, point_weights)
         local = {effector: index for index, effector in enumerate(effectors)}
         self.groups = tuple(_Group(tuple(map(local.__getitem__, group.effectors)),
                                    group.coordinates) for group in groups)
@@ -1118,19 +1549,27 @@ class _Solve:
         """Return how well the state meets the goals."""
         points = state.points
         return self.score([math.dist(goal, points[p])
-                           for goal, p in zip(self.goals, self.goal_points)])
+                           for goal, p in zip(self.goals, self.goal_points)],
+                          self.orientations.squares(state) if self.orientations else ())
 
-    def score(self, distances: list[float]) -> _Score:
-        """Return how well a pose whose effectors are `distances` from their goals does."""
+    def score(self, distances: list[float], turned: Sequence[float] = ()) -> _Score:
+        """
+        Return how well a pose whose effectors are `distances` from their goals does.
+
+        turned: the squared orientation errors as metres^2 (see _Orientations); they count
+        in the objective, the error and the excess with weight 1.
+        """
         terms = [w * d * d for w, d in zip(self.weights, distances)]
-        objective = sum(terms)
+        objective = sum(terms) + sum(turned)
         shares = ()
         if len(self.groups) > 1:
             shares = tuple(sum(terms[i] for i in group.effectors) for group in self.groups)
         error = max(distances)
+        if turned:
+            error = max(error, math.sqrt(max(turned)))
         if self.out_of_reach:
             excess = math.sqrt(sum(w * max(d - f, 0.0) ** 2 for w, d, f
-                                   in zip(self.weights, distances, self.floors)))
+                                   in zip(self.weights, distances, self.floors)) + sum(turned))
             miss = max((distances[i] for i in self.judged), default=0.0)
         else:
             excess, miss = math.sqrt(objective), error
@@ -1182,9 +1621,11 @@ class _Solve:
         closing_radius = solver.closing_radius if not self.stretch else 0.0
         if fit.excess > closing_radius and not polish:
             while self._open(fit) and self.has_budget():
-                desired, base = self.tree.reach_back(state, self.goal_points, self.goals,
-                                                     self.stretch, self.free_root,
-                                                     self.point_weights)
+                fixed = self.stretch
+                if self.orientations is not None:   # the tools' rigid bodies, then stretch
+                    fixed = {**self.orientations.placed(state, self.goals), **self.stretch}
+                desired, base = self.tree.reach_back(state, self.reach_points, self.reach_goals,
+                                                     fixed, self.free_root, self.point_weights)
                 candidate = self.tree.sweep(state.q, base, desired, state, self.fits)
                 new_fit = self.measure(candidate)
                 if new_fit.objective >= fit.objective:
@@ -1215,7 +1656,11 @@ class _Solve:
             self._accept(state, fit)
             if explore and fit.miss < band:
                 explore = _CONFIRM_STALL
-            if gained < _STALL * tolerance + _STALL_RELATIVE * error + explore * excess:
+            stall = explore
+            if self.orientations is not None and explore and closing > 1 \
+                    and fit.error > solver.restart_error:
+                stall = max(explore, _POSE_STALL)
+            if gained < _STALL * tolerance + _STALL_RELATIVE * error + stall * excess:
                 break
         return fit.miss
 
@@ -1250,6 +1695,8 @@ class _Solve:
                 for row in rows[3 * index:3 * index + 3]:
                     row[:] = [value * math.sqrt(weight) for value in row]
             residual += [shrink * (g - x) for g, x in zip(goal, state.points[point])]
+        if self.orientations is not None:
+            self.orientations.extend(state, rows, residual)
         n = len(lower)
         scale = fit.excess ** 2
         # Joints near a limit move toward it less and leave the motion to the others
@@ -1273,8 +1720,9 @@ class _Solve:
         # The push is added to the step and taken out of what the step must achieve.
         aim = [r - sum(row[j] * p for j, p in push.items()) for row, r in zip(rows, residual)] \
             if push else residual
+        floor = _DAMPING_FLOOR if self.orientations is None else _POSE_DAMPING_FLOOR
         while damping <= _DAMPING_MAX:
-            mu = max(damping * scale, _DAMPING_FLOOR)
+            mu = max(damping * scale, floor)
             step = _weighted_step(rows, aim, weights, mu)
             for j, p in push.items():
                 step[j] += p

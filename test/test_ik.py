@@ -64,14 +64,14 @@ def plain_draws(seed: int) -> tuple[Real, Integer]:
 
 
 def random_serial_chain(real: Real, integer: Integer, max_joints: int = 7,
-                        narrow: bool = True) -> Chain:
+                        narrow: bool = True, min_joints: int = 1) -> Chain:
     """
     Return a random serial chain: lengths, off-axis offsets, tilted origins, any axes, limits.
 
     Some joints are co-located with their parent (multi-axis points), some continuous; with
     `narrow`, some have narrow or even zero-width limits, else every range is >= 2 rad.
     """
-    count = integer(1, max_joints)
+    count = integer(min_joints, max_joints)
     joints = []
     for index in range(count):
         co_located = index > 0 and integer(0, 3) == 0
