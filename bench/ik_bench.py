@@ -17,7 +17,19 @@ urdf/offset_arm.urdf (a UR5-like arm, no joint offset along its links):
 - out of reach: targets 1.2 to 2 reaches away: remaining distance, excess over the bound
   |target - anchor| - reach, and time;
 - variants, measured in the same run and given as ratios to the default: the joint-angle fit
-  (whole downstream chain vs next point), FABRIK alone, the closing step alone.
+  (whole downstream chain vs next point), FABRIK alone, the closing step alone;
+- full poses (issue 8), for the two 6-joint arms: 1000 reachable poses (FK of random in-limit
+  poses, fixed seed) from the neutral seed, and a moving pose tracked along a smooth path:
+  success within 1 mm and 1 degree and within 0.1 mm and 0.1 degree, median / p95 time,
+  largest joint jump while tracking, next to TRAC-IK's full-pose solve on the same targets;
+- references for position-only solves (issue 11), same arms: fabrik_ros next to TRAC-IK and
+  to a damped-least-squares loop on pinocchio's frame Jacobian with joint clamping, from
+  the neutral seed and tracking. pytracik exposes no tolerance bounds, so TRAC-IK solves
+  the full pose of those position targets (a harder problem) there.
+
+The reference solvers come from bench/requirements.txt (bench-only); without them their
+rows are skipped with a note. In those comparisons every solver is timed by the CPU time of
+the whole process (TRAC-IK solves in threads of its own), fastest of 3, solve call only.
 
 Times are per solve, the fastest of 3 runs, in CPU time of the solving thread (other
 processes on a shared machine do not inflate it; wall-clock figures are in the JSON too).
@@ -41,7 +53,7 @@ from typing import Any, Callable
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fabrik_ros.chain import Chain  # noqa: E402
+from fabrik_ros.chain import Chain, quaternion_from_rotation  # noqa: E402
 from fabrik_ros.config import chain_from_parameters, load_config  # noqa: E402
 from fabrik_ros.ik import IkResult, IkSolver  # noqa: E402
 import numpy as np  # noqa: E402
@@ -49,6 +61,10 @@ import numpy as np  # noqa: E402
 SUCCESS_M = 1e-3        # a solve succeeds when FK of its answer is this close (metres)
 REPEATS = 3             # timing runs per solve; the fastest counts
 SEED = 2011             # FABRIK's year: fixed targets, comparable runs
+
+SUCCESS_RAD = math.radians(1.0)  # ... and its tool frame this close (full poses)
+FINE_M, FINE_RAD = 1e-4, math.radians(0.1)  # the strict figure: 0.1 mm and 0.1 degree
+POSE_ROBOTS = {'arm': 'urdf/arm.urdf', 'offset_arm': 'urdf/offset_arm.urdf'}
 
 ROBOTS: dict[str, Callable[[], Chain]] = {
     'arm': lambda: chain_from_parameters(load_config(REPO / 'config' / 'arm.yaml'), REPO),
@@ -354,6 +370,205 @@ def small_robot(chain: Chain, count: int, rng: np.random.Generator,
     return out
 
 
+class Reference:
+    """A reference solver: solve(position, rotation (3, 3), seed) -> joint vector."""
+
+    name = ''
+
+    def solve(self, position: np.ndarray, rotation: np.ndarray, seed: np.ndarray
+              ) -> np.ndarray:
+        """Return the joint vector the solver answers (the seed where it fails)."""
+        raise NotImplementedError
+
+
+class TracIk(Reference):
+    """TRAC-IK (pytracik): KDL and SQP in two threads, the first answer wins; full pose."""
+
+    name = 'TRAC-IK'
+
+    def __init__(self, urdf: str, tip: str) -> None:
+        import pytracik
+        self._pytracik = pytracik
+        self._solver = pytracik.TRAC_IK('base_link', tip, urdf, 0.005, 1e-5,
+                                        pytracik.SolveType.Speed)
+
+    def solve(self, position, rotation, seed):
+        """Solve the full pose (pytracik has no free-rotation bounds)."""
+        x, y, z, w = quaternion_from_rotation(rotation)
+        answer = self._pytracik.ik(self._solver, np.asarray(seed, dtype=float), *position,
+                                   x, y, z, w)
+        return answer[1:] if answer[0] >= 0 else np.asarray(seed, dtype=float)
+
+
+class PinocchioDls(Reference):
+    """Damped least squares on pinocchio's frame Jacobian, joints clamped: position only."""
+
+    name = 'pinocchio DLS'
+
+    def __init__(self, urdf: str, tip: str, chain: Chain) -> None:
+        import pinocchio
+        self._pin = pinocchio
+        # Continuous joints as wide revolute ones: pinocchio's continuous joints have two
+        # coordinates (cos, sin), the other solvers one angle.
+        self._model = pinocchio.buildModelFromXML(
+            urdf.replace('type="continuous"', 'type="revolute"'))
+        self._data = self._model.createData()
+        self._frame = self._model.getFrameId(tip)
+        self._lower = np.where(np.isfinite(chain.lower), chain.lower, -4.0 * math.pi)
+        self._upper = np.where(np.isfinite(chain.upper), chain.upper, 4.0 * math.pi)
+        self._tolerance = IkSolver.__init__.__defaults__[0]
+
+    def solve(self, position, rotation, seed):
+        """Iterate dq = J^T (J J^T + lambda I)^-1 e, clamped, until within the tolerance."""
+        pin, model, data, frame = self._pin, self._model, self._data, self._frame
+        q = np.array(seed, dtype=float)
+        identity = np.eye(3)
+        for _ in range(100):
+            pin.framesForwardKinematics(model, data, q)
+            error = position - data.oMf[frame].translation
+            squared = float(error @ error)
+            if squared < self._tolerance ** 2:
+                break
+            jacobian = pin.computeFrameJacobian(model, data, q, frame,
+                                                pin.LOCAL_WORLD_ALIGNED)[:3]
+            step = jacobian.T @ np.linalg.solve(
+                jacobian @ jacobian.T + (1e-6 + 0.1 * squared) * identity, error)
+            q = np.clip(q + step, self._lower, self._upper)
+        return q
+
+
+def references(name: str, chain: Chain) -> tuple[dict[str, Reference], list[str]]:
+    """Return the reference solvers that are installed for a robot, and notes on the rest."""
+    urdf = (REPO / POSE_ROBOTS[name]).read_text()
+    found: dict[str, Reference] = {}
+    notes = []
+    for build in (lambda: TracIk(urdf, 'tool0'), lambda: PinocchioDls(urdf, 'tool0', chain)):
+        try:
+            solver = build()
+        except ImportError as error:
+            notes.append(f'skipped a reference: {error} (pip install -r bench/requirements.txt)')
+            continue
+        found[solver.name] = solver
+    return found, notes
+
+
+def process_timed(solve: Callable[[], Any]) -> tuple[Any, float]:
+    """Return a solve's answer and its process CPU time (microseconds), fastest of REPEATS."""
+    best = math.inf
+    for _ in range(REPEATS):
+        start = time.process_time()
+        answer = solve()
+        best = min(best, time.process_time() - start)
+    return answer, best * 1e6
+
+
+def pose_errors(chain: Chain, q: np.ndarray, pose: np.ndarray) -> tuple[float, float]:
+    """Return the position (metres) and orientation (radians) errors of FK(q) to a pose."""
+    reached = chain.tip_pose(q)
+    cosine = (np.trace(reached[:3, :3].T @ pose[:3, :3]) - 1.0) / 2.0
+    return (float(np.linalg.norm(reached[:3, 3] - pose[:3, 3])),
+            float(np.arccos(np.clip(cosine, -1.0, 1.0))))
+
+
+def pose_figures(chain: Chain, solve: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 poses: np.ndarray, seeds: np.ndarray | None, full: bool,
+                 start: np.ndarray | None = None) -> dict[str, Any]:
+    """
+    Solve FK poses (n, 4, 4) with solve(pose, seed) -> q; return success and time figures.
+
+    seeds None: each solve is seeded with the previous answer (tracking; the first with
+    `start`); full: success needs the orientation too, else the position only.
+    """
+    times, positions, angles, jumps, violations = [], [], [], [], []
+    q = start
+    for index, pose in enumerate(poses):
+        seed = seeds[index] if seeds is not None else q
+        answer, micros = process_timed(lambda: solve(pose, seed))
+        answer = np.asarray(answer, dtype=float)
+        times.append(micros)
+        position, angle = pose_errors(chain, answer, pose)
+        positions.append(position)
+        angles.append(angle if full else 0.0)
+        violations.append(limit_violation(chain, answer))
+        if seeds is None:
+            jumps.append(float(np.max(np.abs(answer - q))))
+            q = answer
+    positions, angles = np.array(positions), np.array(angles)
+    figures = {
+        'targets': len(poses),
+        'success_rate': float(np.mean((positions <= SUCCESS_M) & (angles <= SUCCESS_RAD))),
+        'fine_success_rate': float(np.mean((positions <= FINE_M) & (angles <= FINE_RAD))),
+        'median_us': float(np.median(times)), 'p95_us': float(np.percentile(times, 95)),
+        'max_limit_violation_rad': float(max(violations)),
+    }
+    if seeds is None:
+        figures['largest_joint_jump_rad'] = float(max(jumps))
+    return figures
+
+
+def smooth_poses(chain: Chain, steps: int, rng: np.random.Generator) -> np.ndarray:
+    """Return joint vectors (steps, n) along a smooth closed path (see smooth_path)."""
+    lower = np.maximum(chain.lower, -math.pi)
+    upper = np.minimum(chain.upper, math.pi)
+    middle = lower + (upper - lower) * rng.uniform(0.3, 0.7, chain.dof)
+    frequency = rng.integers(1, 3, chain.dof)
+    phase = rng.uniform(0.0, 2.0 * math.pi, chain.dof)
+    angle = np.linspace(0.0, 2.0 * math.pi, steps)[:, None]
+    return middle + (upper - lower) / 8.0 * np.sin(frequency * angle + phase)
+
+
+def against_references(name: str, chain: Chain, count: int, steps: int) -> dict[str, Any]:
+    """
+    Full poses and position-only solves, fabrik_ros next to the reference solvers.
+
+    Targets: FK of `count` random in-limit poses (from the neutral seed) and of a smooth path
+    of `steps` poses (tracking, seeded with the previous answer), own fixed seed.
+    """
+    rng = np.random.default_rng(SEED + 8)
+    poses = np.array([chain.tip_pose(q) for q in random_poses(chain, count, rng)])
+    path_q = smooth_poses(chain, steps, rng)
+    path = np.array([chain.tip_pose(q) for q in path_q])
+    neutral = np.repeat(chain.neutral()[None], count, axis=0)
+    solver = IkSolver(chain)
+    found, notes = references(name, chain)
+
+    def fabrik_pose(pose, seed):
+        return solver.solve(pose[:3, 3], seed,
+                            orientation=quaternion_from_rotation(pose[:3, :3])).q
+
+    def fabrik_position(pose, seed):
+        return solver.solve(pose[:3, 3], seed).q
+
+    def reference(solver_ref: Reference):
+        return lambda pose, seed: solver_ref.solve(pose[:3, 3], pose[:3, :3], seed)
+
+    def run(solve, full):
+        # Tracking starts at the path's first pose, as a node that was there already.
+        return {'from_neutral': pose_figures(chain, solve, poses, neutral, full),
+                'tracking': pose_figures(chain, solve, path[1:], None, full, path_q[0])}
+
+    results: dict[str, Any] = {'notes': notes, 'full_pose': {}, 'position_only': {}}
+    results['full_pose']['fabrik_ros'] = run(fabrik_pose, True)
+    results['position_only']['fabrik_ros'] = run(fabrik_position, False)
+    for label, ref in found.items():
+        if isinstance(ref, TracIk):
+            results['full_pose'][label] = run(reference(ref), True)
+            results['position_only'][f'{label} (full pose of the targets)'] = run(
+                reference(ref), False)
+        else:
+            results['position_only'][label] = run(reference(ref), False)
+    for kind in ('full_pose', 'position_only'):
+        ours = results[kind]['fabrik_ros']
+        for label, theirs in results[kind].items():
+            if label == 'fabrik_ros':
+                continue
+            theirs['fabrik_ros_time_ratio'] = {
+                stage: {stat: ours[stage][stat] / theirs[stage][stat]
+                        for stat in ('median_us', 'p95_us')}
+                for stage in ('from_neutral', 'tracking')}
+    return results
+
+
 def table(rows: list[list[str]], header: list[str]) -> str:
     """Return a markdown table."""
     lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
@@ -397,6 +612,10 @@ def main(argv: list[str] | None = None) -> None:
                 'out_of_reach': out_of_reach(chain, small, rng),
                 'variants': variants(chain, small, rng),
             }
+            if name in POSE_ROBOTS:
+                steps = 1001 if count >= 1000 else 201
+                results['robots'][name]['references'] = against_references(
+                    name, chain, count, steps)
         results['robots'][name]['hard_cases'] = hard_cases(chain, count, rng, baseline)
         results['robots'][name]['small_robot'] = small_robot(chain, small, rng, baseline)
     results['machine']['reference_us_after'] = reference_us()
@@ -453,6 +672,30 @@ def report(results: dict[str, Any]) -> str:
     text += '\n\nVariants (same targets, same run; time ratios to the default):\n\n'
     text += table(variant_rows, ['robot', 'variant', 'success ≤1 mm', 'median µs',
                                  'median ratio', 'p95 ratio', 'FABRIK + closing'])
+    for kind, title in (('full_pose', 'Full poses (1 mm & 1°; 0.1 mm & 0.1°)'),
+                        ('position_only', 'Position only (1 mm)')):
+        rows = []
+        for name, r in robots.items():
+            if 'references' not in r:
+                continue
+            for label, figures in r['references'][kind].items():
+                neutral, track = figures['from_neutral'], figures['tracking']
+                ratio = figures.get('fabrik_ros_time_ratio')
+                rows.append([
+                    name, label,
+                    f"{neutral['success_rate']:.1%} / {neutral['fine_success_rate']:.1%}",
+                    f"{neutral['median_us']:.0f} / {neutral['p95_us']:.0f}",
+                    f"{track['success_rate']:.1%} / {track['fine_success_rate']:.1%}",
+                    f"{track['median_us']:.0f} / {track['p95_us']:.0f}",
+                    f"{track['largest_joint_jump_rad']:.3f}",
+                    (f"{ratio['from_neutral']['median_us']:.2f} / "
+                     f"{ratio['tracking']['median_us']:.2f}") if ratio else ''])
+        text += f'\n\n{title}, process CPU time, same targets, same run:\n\n'
+        text += table(rows, ['robot', 'solver', 'from neutral: success', 'median / p95 µs',
+                             'tracking: success', 'median / p95 µs', 'max jump rad',
+                             'fabrik_ros time ratio (median, neutral / tracking)'])
+    notes = {note for r in robots.values() for note in r.get('references', {}).get('notes', [])}
+    text += ''.join(f'\n\nNote: {note}' for note in sorted(notes))
     return text
 
 
