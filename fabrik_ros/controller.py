@@ -16,6 +16,12 @@ The safety contract (README, "Safety contract"; proven in test/test_controller.p
   comes back the command restarts where the arm is measured;
 - a target forgotten (hold, disable, stale feedback or target, a new chain) is never
   solved again.
+
+With a free root (`Settings.root == 'free'`) the base slides toward the targets too. The
+controller then keeps the body pose, the base's position in the odometry frame: targets
+are in that frame, the solver's base displacement sets the body's goal, and the body heads
+there in a straight line at most `max_body_velocity` m/s per tick. The body pose is the
+node's estimate of where the base goes (published as TF), not a command to hardware.
 """
 
 from __future__ import annotations
@@ -28,14 +34,17 @@ import time
 from fabrik_ros.chain import Chain
 from fabrik_ros.command import CommandStream, joint_order, measured_positions
 from fabrik_ros.config import LIMIT_FIELDS, LIMITS_PREFIX, with_limit_overrides
-from fabrik_ros.ik import IkResult, IkSolver
+from fabrik_ros.ik import IkResult, IkSolver, ROOT_MODES
 from fabrik_ros.motion import MotionLimits
 import numpy as np
 
 # Names of the parameters Settings are made from (the node declares them).
 SETTING_NAMES = ('tolerance', 'max_iterations', 'max_restarts', 'max_joint_step',
                  'target_timeout', 'feedback_timeout', 'target_window',
-                 'default_max_velocity', 'default_max_acceleration')
+                 'default_max_velocity', 'default_max_acceleration', 'root', 'solve_timeout',
+                 'max_body_velocity')
+# effector_weights.<effector>: the effector's weight in conflicts (0: the solver's default).
+WEIGHTS_PREFIX = 'effector_weights.'
 
 
 @dataclass(frozen=True)
@@ -60,15 +69,21 @@ class Settings:
     target_timeout: float = 0.0  # seconds, 0: never
     feedback_timeout: float = 0.5  # seconds
     target_window: float = 0.0  # seconds, trees only
+    root: str = 'pinned'  # or 'free': the base slides toward the targets (see the module)
+    solve_timeout: float = 0.0  # seconds per solve, 0: none
+    max_body_velocity: float = 0.5  # m/s of the free body's pose
+    # effector name -> weight > 0; effectors not named get the solver's defaults
+    effector_weights: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_parameters(cls, model: Chain, values: Mapping[str, object]) -> Settings:
         """
         Return the settings of the flat node parameters `values` for the chain `model`.
 
-        `values` holds SETTING_NAMES and any joint_limits.<joint>.<field> overrides
-        (position and velocity may only narrow the model). ValueError names what is
-        unusable: an unknown joint or field, a widening, a bad acceleration.
+        `values` holds SETTING_NAMES, any joint_limits.<joint>.<field> overrides
+        (position and velocity may only narrow the model) and effector_weights.<effector>
+        (0: the solver's default). ValueError names what is unusable: an unknown joint,
+        field or effector, a widening, a bad acceleration, weight, root or timeout.
         """
         limits = {name: value for name, value in values.items()
                   if name.startswith(LIMITS_PREFIX)}
@@ -83,6 +98,11 @@ class Settings:
             if not 0.0 < number < math.inf:  # inf would switch the acceleration limit off
                 raise ValueError(f'{LIMITS_PREFIX}{joint}.max_acceleration must be a finite '
                                  f'positive number, rad/s^2, got {number}')
+        if values['root'] not in ROOT_MODES:
+            raise ValueError(f"root must be one of {list(ROOT_MODES)}, got {values['root']!r}")
+        for name in ('solve_timeout', 'max_body_velocity'):
+            if not 0.0 <= values[name] < math.inf:
+                raise ValueError(f'{name} must be a finite number >= 0, got {values[name]}')
         return cls(chain=chain,
                    motion=MotionLimits.create(chain.lower, chain.upper, velocity,
                                               acceleration, values['max_joint_step']),
@@ -91,7 +111,34 @@ class Settings:
                    max_restarts=int(values['max_restarts']),
                    target_timeout=float(values['target_timeout']),
                    feedback_timeout=float(values['feedback_timeout']),
-                   target_window=float(values['target_window']))
+                   target_window=float(values['target_window']),
+                   root=values['root'], solve_timeout=float(values['solve_timeout']),
+                   max_body_velocity=float(values['max_body_velocity']),
+                   effector_weights=effector_weights(chain, values))
+
+    def solver(self) -> IkSolver:
+        """Return a solver for these settings (solve_timeout 0: no time budget)."""
+        return IkSolver(self.chain, tolerance=self.tolerance,
+                        max_iterations=self.max_iterations, max_restarts=self.max_restarts,
+                        root=self.root, timeout=self.solve_timeout or None,
+                        effector_weights=self.effector_weights)
+
+
+def effector_weights(chain: Chain, values: Mapping[str, object]) -> dict[str, float]:
+    """Return the effector_weights.<effector> of `values` set above 0; ValueError if bad."""
+    weights = {}
+    for key, weight in values.items():
+        if not key.startswith(WEIGHTS_PREFIX):
+            continue
+        name = key[len(WEIGHTS_PREFIX):]
+        if name not in chain.effector_names:
+            raise ValueError(f'{key}: unknown effector; the chain has {chain.effector_names}')
+        if not 0.0 <= weight < math.inf:
+            raise ValueError(f'{key} must be a finite number >= 0 (0: the default), got '
+                             f'{weight}')
+        if weight > 0.0:
+            weights[name] = float(weight)
+    return weights
 
 
 def model_limits(model: Chain, default_max_velocity: float,
@@ -168,6 +215,11 @@ class IkController:
         self._window_max_seconds = 0.0
         self.refused = 0
         self.last_refusal = ''
+        # The free root's position in the odometry frame, metres (zero while pinned): where
+        # it is, where the last solve sent it, and when it last moved (seconds).
+        self.body = np.zeros(3)
+        self.body_goal = np.zeros(3)
+        self._body_time = now
         if not feedback:
             self.stream.start(chain.neutral())
 
@@ -198,7 +250,8 @@ class IkController:
         if effector is None:
             effector = 0
             if len(self.targets) > 1:  # RViz tools on a tree: move the nearest effector
-                tips = self.settings.chain.effector_positions(self.stream.position)
+                tips = self.settings.chain.effector_positions(self.stream.position) \
+                    + self.body
                 effector = int(np.argmin(np.linalg.norm(tips - target.position, axis=1)))
         self.targets[effector] = target
         self._target_time = now
@@ -206,7 +259,7 @@ class IkController:
             if self._window_start is None:
                 self._window_start = now
             return Update()
-        return self._solve()
+        return self._solve(now)
 
     @property
     def solve_due(self) -> float | None:
@@ -220,7 +273,7 @@ class IkController:
         if self._window_start is None:
             return Update()
         update = self._watchdogs(now)  # the node may have lost feedback in the window
-        return update if update is not None else self._solve()
+        return update if update is not None else self._solve(now)
 
     def on_feedback(self, names: Sequence[str], positions: Sequence[float],
                     now: float) -> Update:
@@ -243,11 +296,11 @@ class IkController:
         return Update()
 
     def tick(self, now: float) -> Update:
-        """Check the watchdogs, then return the next command (stream) or the held one."""
-        if self.stream.position is None:
-            return Update()
-        update = self._watchdogs(now) or Update()
-        update.command = self._step()
+        """Check the watchdogs, move the body, return the next command or the held one."""
+        update = Update() if self.stream.position is None else self._watchdogs(now) or Update()
+        self._move_body(now)
+        if self.stream.position is not None:
+            update.command = self._step()
         return update
 
     def _watchdogs(self, now: float) -> Update | None:
@@ -296,8 +349,13 @@ class IkController:
         """Return how long a command takes, seconds: the period, or the limits' time."""
         return self.stream.duration(command.previous)
 
+    @property
+    def free(self) -> bool:
+        """Tell whether the root is free: targets and the body are in the odometry frame."""
+        return self.settings.root == 'free'
+
     def target_positions(self) -> np.ndarray:
-        """Return the (m, 3) targets in the base frame, NaN rows for effectors without."""
+        """Return the (m, 3) targets (base or odometry frame), NaN rows for none."""
         return np.array([target.position if target is not None else [np.nan] * 3
                          for target in self.targets], dtype=float)
 
@@ -325,8 +383,16 @@ class IkController:
             values.update({
                 'reached': result.reached, 'error_m': f'{result.error:.6f}',
                 'iterations': result.iterations, 'restarts': result.restarts,
+                'timed_out': result.timed_out,
                 'solve_time_ms': f'{1e3 * self._solve_seconds:.3f}',
                 'solve_time_max_ms': f'{1e3 * self._window_max_seconds:.3f}'})
+            if len(result.errors) > 1:  # a tree: each effector's remaining distance
+                values.update((f'error_m.{name}', 'no target' if math.isnan(error)
+                               else f'{error:.6f}')
+                              for name, error in zip(self.settings.chain.effector_names,
+                                                     result.errors))
+        if self.free:
+            values['body_position_m'] = ', '.join(f'{x:.4f}' for x in self.body)
         if self.feedback:
             values['feedback_age_s'] = f'{now - self._measured_time:.3f}'
         values['tolerance_m'] = self.settings.tolerance
@@ -368,9 +434,22 @@ class IkController:
         return Update(refusal=(kind, reason))
 
     def _forget(self) -> None:
-        """Forget every target, and a pending window: none may be solved again."""
+        """Forget every target, and a pending window: none may be solved again; stay."""
         self.targets = [None] * len(self.targets)
         self._window_start = None
+        self.body_goal = self.body.copy()
+
+    def _move_body(self, now: float) -> None:
+        """Move the body toward its goal, in a straight line at most max_body_velocity."""
+        elapsed, self._body_time = max(now - self._body_time, 0.0), now
+        if self._disabling or not self.enabled:  # no command moves the joints: nor the body
+            self.body_goal = self.body.copy()
+            return
+        offset = self.body_goal - self.body
+        distance = float(np.linalg.norm(offset))
+        reach = self.settings.max_body_velocity * elapsed
+        self.body = self.body_goal.copy() if distance <= reach \
+            else self.body + offset * (reach / distance)
 
     def _forget_and_hold(self, reason: str) -> Update:
         """Forget the targets and brake to a stop; warn once, as the hold begins."""
@@ -379,29 +458,30 @@ class IkController:
         self.stream.hold(reason)
         return Update(warnings=[('holding', f'holding: {reason}')] if starts else [])
 
-    def _solve(self) -> Update:
-        """Solve the current targets once and head for the solution."""
+    def _solve(self, now: float) -> Update:
+        """Solve the current targets once and head for the solution (body: from now)."""
         self._window_start = None
         settings, stream = self.settings, self.stream
         if self._solver is None:
-            self._solver = IkSolver(settings.chain, tolerance=settings.tolerance,
-                                    max_iterations=settings.max_iterations,
-                                    max_restarts=settings.max_restarts)
+            self._solver = settings.solver()
         targets = self.target_positions()
-        # Closed loop: start from where the arm is when it is measured.
+        # Closed loop: start from where the arm is when it is measured; the body from
+        # where it is (its pose is not measured) or, open loop, where it is heading.
         seed = self.measured if self.feedback else stream.goal
+        origin = self.body if self.feedback or seed is None else self.body_goal
+        relative = targets - origin  # the solver's base starts at its origin
         start = time.perf_counter()
         try:
-            result = self._solver.solve(targets[0] if len(targets) == 1 else targets,
+            result = self._solver.solve(relative[0] if len(targets) == 1 else relative,
                                         seed=stream.position if seed is None else seed)
         except ValueError as error:
             self._forget()  # refused targets must not block the next ones
             return self.refuse('solver', str(error))
         seconds = time.perf_counter() - start
-        if not np.all(np.isfinite(result.q)):
+        if not (np.all(np.isfinite(result.q)) and np.all(np.isfinite(result.base_position))):
             self._forget()
-            return self.refuse(
-                'solver', f'solver returned non-finite joint angles {result.q.tolist()}')
+            return self.refuse('solver', f'solver returned non-finite joint angles '
+                               f'{result.q.tolist()} or base {result.base_position.tolist()}')
         self.solves += 1
         self._window_solves += 1
         self._solve_seconds = seconds
@@ -409,6 +489,10 @@ class IkController:
         self.result = result
         self.solved_targets = targets
         stream.follow(result.q)  # clipped into the limits
+        if self.free:
+            if np.array_equal(self.body, self.body_goal):
+                self._body_time = now  # at rest until now: it sets off now
+            self.body_goal = origin + result.base_position
         update = Update()
         if stream.dt is None:
             update.command = self._step()

@@ -5,7 +5,8 @@ Specification (README, "Safety contract"): every command lies within the positio
 in force; consecutive commands stay within the velocity and acceleration limits in force,
 and a limit that narrows is reached within the old ones, never jumped to; while feedback
 is stale nothing but braking happens, and the command restarts where the arm is measured;
-a forgotten target is never solved again. Time is an argument: no test sleeps.
+a forgotten target is never solved again; a free body moves only on ticks, never faster
+than max_body_velocity. Time is an argument: no test sleeps.
 """
 
 import math
@@ -23,7 +24,8 @@ DT = 0.01  # seconds, command period of the streaming controllers
 SLACK = 1e-9  # relative slack on floating-point comparisons
 BASE = {'tolerance': 1e-3, 'max_iterations': 20, 'max_restarts': 1, 'max_joint_step': math.inf,
         'target_timeout': 0.0, 'feedback_timeout': 0.3, 'target_window': 0.0,
-        'default_max_velocity': 5.0, 'default_max_acceleration': 200.0}
+        'default_max_velocity': 5.0, 'default_max_acceleration': 200.0, 'root': 'pinned',
+        'solve_timeout': 0.0, 'max_body_velocity': 0.5}
 
 
 def serial_arm() -> Chain:
@@ -49,12 +51,13 @@ class ControllerContract(RuleBasedStateMachine):
 
     @initialize(tree=st.booleans(), streaming=st.booleans(), feedback=st.booleans(),
                 window=st.sampled_from([0.0, 0.02]), timeout=st.sampled_from([0.0, 0.5]),
-                max_step=st.sampled_from([math.inf, 0.05]))
-    def start(self, tree, streaming, feedback, window, timeout, max_step):
+                max_step=st.sampled_from([math.inf, 0.05]),
+                root=st.sampled_from(['pinned', 'free']))
+    def start(self, tree, streaming, feedback, window, timeout, max_step, root):
         self.model = two_legs() if tree else serial_arm()
         self.now = 0.0
         self.values = {'target_window': window, 'target_timeout': timeout,
-                       'max_joint_step': max_step}
+                       'max_joint_step': max_step, 'root': root}
         self.settings = make_settings(self.model, **self.values)
         self.controller = IkController(self.settings, self.now,
                                        command_period=DT if streaming else None,
@@ -71,6 +74,7 @@ class ControllerContract(RuleBasedStateMachine):
         self.live: list[np.ndarray | None] = [None] * len(self.model.effectors)
         self.last_target_time = -math.inf
         self.stale_since_command = False
+        self.ticked = self.now  # time of the last tick (the body moves on ticks)
 
     # ---- the checks -------------------------------------------------------------------
 
@@ -126,6 +130,18 @@ class ControllerContract(RuleBasedStateMachine):
                 assert np.all((step == 0.0) | outside), 'moved while feedback was stale'
         self.previous = position
 
+    def check_body(self, before: np.ndarray, seconds: float) -> None:
+        """Check the body's move in `seconds`: within max_body_velocity; none if pinned."""
+        body = self.controller.body
+        assert np.all(np.isfinite(body))
+        if self.controller.settings.root == 'pinned':
+            assert not np.any(body), 'a pinned base moved'
+        distance = float(np.linalg.norm(body - before))
+        if distance:
+            event('the body moves')
+        assert distance <= BASE['max_body_velocity'] * seconds * (1 + SLACK) + SLACK, \
+            'the body moved faster than max_body_velocity'
+
     def check_solve(self, solves_before: int) -> None:
         """Check that a solve used the live targets only: nothing forgotten comes back."""
         if self.controller.solves == solves_before:
@@ -150,8 +166,9 @@ class ControllerContract(RuleBasedStateMachine):
     def target(self, effector, xyz, age):
         effector %= len(self.live)
         position = np.array(xyz)
-        solves = self.controller.solves
+        solves, body = self.controller.solves, self.controller.body.copy()
         update = self.controller.on_target(effector, Target(position), self.now, age)
+        self.check_body(body, 0.0)
         if update.refusal is None:
             self.live[effector] = position
             self.last_target_time = self.now
@@ -175,7 +192,10 @@ class ControllerContract(RuleBasedStateMachine):
         for _ in range(count):
             self.now += seconds
             self.watchdogs()
+            body = self.controller.body.copy()
             self.check_command(self.controller.tick(self.now))
+            self.check_body(body, self.now - self.ticked)
+            self.ticked = self.now
 
     @precondition(lambda self: self.feedback)
     @rule(jump=st.booleans(), seed=st.integers(0, 2**16), gap=st.sampled_from([0.0, 0.0, 0.5]))
@@ -385,3 +405,96 @@ def test_a_window_of_targets_on_a_tree_is_solved_once():
     assert controller.solve_pending(0.02).command is not None
     assert controller.solves == 1 and np.array_equal(controller.solved_targets, feet)
     assert controller.solve_pending(0.03).command is None  # nothing is solved twice
+
+
+# ---- the free body, solver settings (issue #12) -----------------------------------------
+
+def free_legs(**values: object) -> tuple[Chain, IkController]:
+    """Return two legs on a free body and a controller streaming their commands."""
+    model = two_legs()
+    return model, streaming(model, root='free', **values)
+
+
+def test_a_free_body_slides_toward_a_far_target_within_max_body_velocity():
+    """The body goes where the solver moved the root, in a straight line at its speed."""
+    model, controller = free_legs(max_body_velocity=0.2)
+    feet = model.effector_positions(model.neutral())  # both 1 m away: the body goes
+    controller.on_target(0, Target(feet[0] + [1.0, 0.0, 0.1]), 0.0)
+    controller.on_target(1, Target(feet[1] + [1.0, 0.0, 0.1]), 0.0)
+    goal = controller.body_goal.copy()
+    assert controller.result.reached and goal[0] > 0.7
+    assert not np.any(controller.body), 'it moves on ticks only'
+    path = np.array([controller.tick(DT * (k + 1)) and controller.body.copy()
+                     for k in range(600)])
+    steps = np.linalg.norm(np.diff(np.vstack([np.zeros(3), path]), axis=0), axis=1)
+    assert steps.max() <= 0.2 * DT * (1 + SLACK)
+    assert np.array_equal(path[-1], goal)
+    assert np.allclose(np.cross(path, goal), 0.0, atol=1e-12), 'a straight line'
+    # The node reports the body, and each target in the odometry frame.
+    assert controller.status(3.0, 1.0).values['body_position_m'] == \
+        ', '.join(f'{x:.4f}' for x in goal)
+    tips = model.effector_positions(controller.stream.position) + controller.body
+    assert np.linalg.norm(tips[0] - controller.targets[0].position) == \
+        pytest.approx(controller.result.errors[0], abs=1e-9)
+
+
+def test_a_weighted_foot_holds_its_target_while_the_body_slides():
+    """effector_weights set the compromise: the heavy foot stays, the body goes."""
+    model, controller = free_legs(**{'effector_weights.foot1': 100.0})
+    feet = model.effector_positions(model.neutral())
+    controller.on_target(0, Target(feet[0] + [1.0, 0.0, 0.0]), 0.0)
+    update = controller.on_target(1, Target(feet[1] + [0.2, 0.0, 0.1]), 0.0)
+    errors = controller.result.errors
+    assert errors[1] < 0.02 * errors[0] and controller.body_goal[0] > 0.1
+    assert update.warnings and 'out of reach' in update.warnings[0][1]
+    values = controller.status(0.5, 1.0).values
+    assert values['error_m.foot0'] == f'{errors[0]:.6f}'
+    assert values['error_m.foot1'] == f'{errors[1]:.6f}'
+
+
+def test_a_body_that_must_stop_stops_where_it_is():
+    """Hold, disable and stale targets forget the body's goal too."""
+    model, controller = free_legs(target_timeout=0.5)
+    feet = model.effector_positions(model.neutral())
+    controller.on_target(0, Target(feet[0] + [1.0, 0.0, 0.0]), 0.0)
+    controller.tick(0.1)
+    controller.hold(0.1)
+    assert np.array_equal(controller.body_goal, controller.body)
+    controller.on_target(0, Target(feet[0] + [1.0, 0.0, 0.0]), 0.2)
+    controller.tick(0.3)
+    moved = controller.body.copy()
+    controller.tick(1.0)  # target_timeout: holding from here
+    assert np.array_equal(controller.body, controller.body_goal)
+    assert np.linalg.norm(controller.body - moved) <= 0.5 * 0.7 * (1 + SLACK)
+
+
+def test_a_pinned_base_stays_and_reports_no_body():
+    model = two_legs()
+    controller = streaming(model)
+    controller.on_target(0, Target(model.effector_positions(model.neutral())[0] * 3.0), 0.0)
+    controller.tick(DT)
+    assert not np.any(controller.body) and not np.any(controller.body_goal)
+    assert 'body_position_m' not in controller.status(DT, 1.0).values
+
+
+@pytest.mark.parametrize('values, message', [
+    ({'root': 'floating'}, "root must be one of ['pinned', 'free']"),
+    ({'solve_timeout': -1.0}, 'solve_timeout must be a finite number >= 0'),
+    ({'max_body_velocity': math.inf}, 'max_body_velocity must be a finite number >= 0'),
+    ({'effector_weights.hand': 2.0}, 'effector_weights.hand: unknown effector'),
+    ({'effector_weights.foot0': -1.0}, 'effector_weights.foot0 must be a finite number'),
+])
+def test_unusable_solver_settings_are_refused_by_name(values, message):
+    with pytest.raises(ValueError, match=message.replace('[', r'\[').replace(']', r'\]')):
+        make_settings(two_legs(), **values)
+
+
+def test_solver_settings_reach_the_solver():
+    """solve_timeout (0: none), root and the weights set above 0 (0: the default)."""
+    model = two_legs()
+    solver = make_settings(model, solve_timeout=0.004, root='free',
+                           **{'effector_weights.foot0': 3.0,
+                              'effector_weights.foot1': 0.0}).solver()
+    assert solver.timeout == 0.004 and solver.root == 'free'
+    assert solver.effector_weights == {'foot0': 3.0}
+    assert make_settings(model).solver().timeout is None
