@@ -11,6 +11,8 @@ Try it:
 The node maps parameters, topics, services and timers onto an IkController
 (fabrik_ros.controller), which decides everything else: targets, enable/disable/hold,
 watchdogs, a tree's target window and the command stream, within the joint limits.
+With `root: free` it also publishes where the body went: TF odom_frame -> base_link on
+/tf (as tf2_ros's TransformBroadcaster does) and ~/body_pose.
 """
 
 import time
@@ -20,13 +22,14 @@ from fabrik_ros.chain import Chain
 from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMIT_FIELDS,
                                LIMITS_PREFIX, package_share_dir)
 from fabrik_ros.controller import (IkController, model_limits, SETTING_NAMES, Settings,
-                                   Target, Update)
+                                   Target, Update, WEIGHTS_PREFIX)
+from fabrik_ros.ik import ROOT_MODES
 from fabrik_ros.ik_parameters import (check_timer_rate, COMMAND_JOINTS_DESCRIPTOR, descriptor,
                                       HARDWARE_OUTPUTS, limit_descriptor, NODE_PARAMETERS,
-                                      OUTPUTS, TIMER_RATES)
-from fabrik_ros.messages import (branch_paths, chain_markers, diagnostic_array, joint_state,
-                                 joint_trajectory, point_array, quaternion_array, TargetError,
-                                 transform_point)
+                                      OUTPUTS, TIMER_RATES, weight_descriptor)
+from fabrik_ros.messages import (body_pose, body_transform, branch_paths, chain_markers,
+                                 diagnostic_array, joint_state, joint_trajectory, point_array,
+                                 quaternion_array, TargetError, transform_point)
 from fabrik_ros.node_main import run_node
 from geometry_msgs.msg import PointStamped, PoseStamped
 import numpy as np
@@ -48,6 +51,10 @@ try:  # tf2_ros comes with a ROS install but has no PyPI wheel: frames are optio
 except ImportError:
     Buffer = TransformListener = None
     TransformException = Exception
+try:  # tf2_msgs comes with a ROS install but has no PyPI wheel: ~/body_pose has it all too.
+    from tf2_msgs.msg import TFMessage
+except ImportError:
+    TFMessage = None
 
 DIAGNOSTICS_PERIOD = 1.0  # seconds
 WARNING_THROTTLE = 2.0  # seconds between repeats of one kind of warning
@@ -56,6 +63,7 @@ LEVELS = {'OK': DiagnosticStatus.OK, 'WARN': DiagnosticStatus.WARN}
 MIN_TRAJECTORY_DURATION = 0.01  # seconds
 # Target topics keep one message: a newer target replaces an unsolved one (no backlog).
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+TF_QOS = QoSProfile(depth=100)  # tf2_ros.TransformBroadcaster's
 # Like robot_state_publisher: late joiners still get the last description.
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -73,6 +81,8 @@ class IkNode(Node):
                                      for name, (default, text) in CHAIN_PARAMETERS.items()])
         param = self._param
         self._base_link = param('base_link')
+        self._free = param('root') == 'free'
+        self._odom_frame = param('odom_frame')
         self._outputs = set(param('outputs'))
         self._feedback_topic = param('feedback_topic')
         command_topic = param('joint_command_topic')
@@ -81,7 +91,7 @@ class IkNode(Node):
         # exposes overrides through declarations, and these depend on the chain.
         self._user_set = {name: override.value for name, override
                           in self._parameter_overrides.items()
-                          if name.startswith(LIMITS_PREFIX) or name == 'command_joints'}
+                          if self._chain_dependent(name)}
         self._model: Chain | None = None
         self._controller: IkController | None = None
         self._declaring = False  # declaring the chain's parameters: validated as a whole
@@ -97,6 +107,14 @@ class IkNode(Node):
             if output in self._outputs}
         self._marker_pub = self.create_publisher(MarkerArray, '~/markers', 1)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._body_pub = self._tf_pub = None
+        if self._free:
+            self._body_pub = self.create_publisher(PoseStamped, '~/body_pose', 10)
+            if TFMessage is None:
+                self.get_logger().warning('tf2_msgs is not installed: the body pose goes to '
+                                          '~/body_pose only, not to TF')
+            else:
+                self._tf_pub = self.create_publisher(TFMessage, '/tf', TF_QOS)
         self._tf_buffer = None
         if Buffer is not None:
             self._tf_buffer = Buffer()
@@ -132,8 +150,17 @@ class IkNode(Node):
     def _param(self, name: str) -> object:
         return self.get_parameter(name).value
 
+    @staticmethod
+    def _chain_dependent(name: str) -> bool:
+        """Tell whether a parameter is declared per chain (kept for a new chain)."""
+        return name.startswith((LIMITS_PREFIX, WEIGHTS_PREFIX)) or name == 'command_joints'
+
     def _check_start(self, command_topic: str) -> None:
         """Raise ValueError naming a start-up configuration that cannot work."""
+        if self._param('root') not in ROOT_MODES:
+            raise ValueError(f'root must be one of {list(ROOT_MODES)}, got '
+                             f"{self._param('root')!r}")
+        self._check_body_timer(self._param('publish_rate'))
         unknown = sorted(self._outputs - set(OUTPUTS))
         if unknown:
             raise ValueError(f'outputs {unknown} unknown; choose from {list(OUTPUTS)}')
@@ -150,6 +177,12 @@ class IkNode(Node):
                              'the measured state')
         for name in TIMER_RATES:  # the on-set callback checks later changes
             check_timer_rate(name, self._param(name))
+
+    def _check_body_timer(self, publish_rate: float) -> None:
+        """Raise ValueError when a free body would have no timer to move on."""
+        if self._free and publish_rate == 0.0 and self._param('command_rate') == 0.0:
+            raise ValueError('root free moves the body on the publish timer: publish_rate '
+                             'or command_rate must be above 0')
 
     # ---- chain and parameters -------------------------------------------------------
 
@@ -181,7 +214,7 @@ class IkNode(Node):
         values.update(model_limits(model, values['default_max_velocity'],
                                    values['default_max_acceleration']))
         values.update((name, value) for name, value in self._user_set.items()
-                      if name.startswith(LIMITS_PREFIX))
+                      if name.startswith((LIMITS_PREFIX, WEIGHTS_PREFIX)))
         values.update(updates)
         return values
 
@@ -189,8 +222,8 @@ class IkNode(Node):
         """
         Adopt a model, rebuilding everything derived from it, or raise ValueError.
 
-        Its per-joint limits are declared (the model's, or what the user set, validated
-        once for the whole chain); limits of the previous model go.
+        Its per-joint limits and per-effector weights are declared (the model's, or what the
+        user set, validated once for the whole chain); those of the previous model go.
         """
         values = self._values(model, {})
         settings = Settings.from_parameters(model, values)  # unknown joints/fields refused
@@ -202,12 +235,16 @@ class IkNode(Node):
             else self._controller.enabled)
         self._declaring = True
         try:
-            for name in self.get_parameters_by_prefix(LIMITS_PREFIX[:-1]):
-                self.undeclare_parameter(LIMITS_PREFIX + name)
+            for prefix in (LIMITS_PREFIX, WEIGHTS_PREFIX):
+                for name in self.get_parameters_by_prefix(prefix[:-1]):
+                    self.undeclare_parameter(prefix + name)
             self.declare_parameters('', [
                 (f'{LIMITS_PREFIX}{joint}.{field}', values[f'{LIMITS_PREFIX}{joint}.{field}'],
                  limit_descriptor(joint, field))
                 for joint in model.joint_names for field in LIMIT_FIELDS])
+            self.declare_parameters('', [
+                (f'{WEIGHTS_PREFIX}{name}', float(values.get(f'{WEIGHTS_PREFIX}{name}', 0.0)),
+                 weight_descriptor(name)) for name in model.effector_names])
             if self.has_parameter('command_joints'):
                 self.set_parameters([Parameter('command_joints', value=list(order))])
             else:
@@ -236,6 +273,8 @@ class IkNode(Node):
         try:
             for name in TIMER_RATES & updates.keys():
                 check_timer_rate(name, updates[name])
+            if 'publish_rate' in updates:
+                self._check_body_timer(updates['publish_rate'])
             if self._controller is not None:
                 settings = Settings.from_parameters(self._model,
                                                     self._values(self._model, updates))
@@ -246,7 +285,7 @@ class IkNode(Node):
             return SetParametersResult(successful=False, reason=str(error))
         # Humble has no post-set callback: what follows cannot fail.
         self._user_set.update((name, value) for name, value in updates.items()
-                              if name.startswith(LIMITS_PREFIX) or name == 'command_joints')
+                              if self._chain_dependent(name))
         if TIMER_RATES & updates.keys():
             self._restart_timers(updates)
         return SetParametersResult(successful=True)
@@ -285,11 +324,11 @@ class IkNode(Node):
         self._on_target(position, msg.header, None)
 
     def _on_target(self, position: np.ndarray, header: Header, effector: int | None) -> None:
-        """Hand a target to the controller in the base frame; `effector` None: nearest."""
+        """Hand a target to the controller in its frame; `effector` None: the nearest."""
         if self._controller is None:
             self._refuse('state', 'no chain yet (waiting for robot_description)')
             return
-        position = self._in_base_frame(position, header.frame_id)
+        position = self._in_target_frame(position, header.frame_id)
         if position is None:
             return
         age = None  # unstamped targets count as new
@@ -300,19 +339,26 @@ class IkNode(Node):
         if self._controller.solve_due is not None and self._window_timer.is_canceled():
             self._window_timer.reset()
 
-    def _in_base_frame(self, position: np.ndarray, frame_id: str) -> np.ndarray | None:
-        """Return the position in the base frame ('' is the base frame), None if refused."""
-        if frame_id in ('', self._base_link):
+    def _in_target_frame(self, position: np.ndarray, frame_id: str) -> np.ndarray | None:
+        """
+        Return the position in the controller's frame, None if refused.
+
+        That frame is the base link, or odom_frame with a free root ('' is that frame); a
+        free root takes base_link targets where the body is as they arrive.
+        """
+        frame = self._odom_frame if self._free else self._base_link
+        if frame_id in ('', frame):
             return position
+        if self._free and frame_id == self._base_link:
+            return position + self._controller.body
         if self._tf_buffer is None:
-            self._refuse('frame', f"frame '{frame_id}' is not the base frame "
-                         f"'{self._base_link}' and tf2_ros is not installed to transform it")
+            self._refuse('frame', f"frame '{frame_id}' is not the target frame "
+                         f"'{frame}' and tf2_ros is not installed to transform it")
             return None
         try:
-            transform = self._tf_buffer.lookup_transform(self._base_link, frame_id, Time())
+            transform = self._tf_buffer.lookup_transform(frame, frame_id, Time())
         except TransformException as error:
-            self._refuse('frame',
-                         f"no transform from '{frame_id}' to '{self._base_link}': {error}")
+            self._refuse('frame', f"no transform from '{frame_id}' to '{frame}': {error}")
             return None
         translation, rotation = transform.transform.translation, transform.transform.rotation
         return transform_point(
@@ -336,6 +382,8 @@ class IkNode(Node):
     def _on_tick(self) -> None:
         if self._controller is not None:
             self._apply(self._controller.tick(time.monotonic()))
+            if self._free:
+                self._publish_body()
 
     def _on_enable(self, request: SetBool.Request,
                    response: SetBool.Response) -> SetBool.Response:
@@ -390,16 +438,30 @@ class IkNode(Node):
             self._refusal_logged[kind] = now
             self.get_logger().warning(text)
 
+    def _publish_body(self) -> None:
+        """Publish the free body's pose: TF odom_frame -> base_link and ~/body_pose."""
+        transform = body_transform(self.get_clock().now().to_msg(), self._odom_frame,
+                                   self._base_link, self._controller.body)
+        if self._tf_pub is not None:
+            self._tf_pub.publish(TFMessage(transforms=[transform]))
+        self._body_pub.publish(body_pose(transform))
+
     def _publish_markers(self) -> None:
         controller = self._controller
         if (controller is None or controller.stream.position is None
                 or self._marker_pub.get_subscription_count() == 0):
             return
         kinematics = controller.settings.chain.forward(controller.stream.position)
-        reached = controller.result is None or controller.result.reached
+        errors = (np.full(len(self._paths), np.nan) if controller.result is None
+                  else controller.result.errors)
+        reached = [not error > controller.settings.tolerance for error in errors]  # NaN: none
+        body = controller.body if self._free else None
+        offset = np.zeros(3) if body is None else body
         self._marker_pub.publish(chain_markers(
-            self._base_link, self.get_clock().now().to_msg(), kinematics.positions,
-            kinematics.effectors, self._paths, controller.target_positions(), reached))
+            self._odom_frame if self._free else self._base_link,
+            self.get_clock().now().to_msg(), kinematics.positions + offset,
+            kinematics.effectors + offset, self._paths, controller.target_positions(),
+            reached, body))
 
     def _publish_diagnostics(self) -> None:
         if self._controller is None:

@@ -1,8 +1,9 @@
 """
 The IK node's parameters: names, defaults, descriptors (ranges, read-only) and checks.
 
-Per-joint limits (`joint_limits.<joint>.<field>`) and `command_joints` depend on the chain
-and are declared once it is known.
+Per-joint limits (`joint_limits.<joint>.<field>`), per-effector weights
+(`effector_weights.<effector>`) and `command_joints` depend on the chain and are declared
+once it is known.
 """
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
@@ -91,12 +92,35 @@ NODE_PARAMETERS = {
         'Send commands from the start; false: only after ~/enable', read_only=True)),
     'marker_rate': (10.0, descriptor(
         'Publish ~/markers at this rate, Hz (0: off)', float_range=(0.0, 100.0))),
+    'solve_timeout': (0.0, descriptor(
+        "Time budget of one solve, seconds, like MoveIt's kinematics_solver_timeout: when it "
+        'runs out the best pose found is used (diagnostics: timed_out); 0: none',
+        float_range=(0.0, 10.0))),
+    'root': ('pinned', descriptor(
+        'pinned: the base stays; free: it slides toward the targets too, like the end of a '
+        'rope (a body walking toward a far target). Free: targets are taken in odom_frame and '
+        'the body pose is published as TF odom_frame -> base_link and on ~/body_pose',
+        read_only=True)),
+    'odom_frame': ('odom', descriptor(
+        'With root free: the fixed frame the body moves in (TF parent of base_link)',
+        read_only=True)),
+    'max_body_velocity': (0.5, descriptor(
+        'With root free: the body pose heads for the solved one at most this fast, m/s',
+        float_range=(1e-3, 100.0))),
 }
 
 
 COMMAND_JOINTS_DESCRIPTOR = descriptor(
     'Joint order of ~/commands (the forward_command_controller joints); the chain order '
     'unless set')
+
+
+def weight_descriptor(effector: str) -> ParameterDescriptor:
+    """Describe effector_weights.<effector>."""
+    return descriptor(
+        f'Weight of {effector} where targets conflict over shared joints or a free body: the '
+        'solver minimises the sum of weight * distance^2; 0: the default (1 with a target, '
+        '1e4 without one: it holds its pose)', float_range=(0.0, 1e6))
 
 
 def limit_descriptor(joint: str, field: str) -> ParameterDescriptor:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from fabrik_ros.ik import MAX_COORDINATE_M
-from geometry_msgs.msg import Point, Quaternion
+from geometry_msgs.msg import Point, PoseStamped, Quaternion, TransformStamped
 import numpy as np
 from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA
@@ -23,6 +23,8 @@ TARGET_COLOUR = ColorRGBA(r=1.0, g=0.6, b=0.0, a=0.8)
 JOINT_DIAMETER = 0.03  # metres
 LINK_WIDTH = 0.012  # metres
 TARGET_DIAMETER = 0.04  # metres
+BODY_SIZE = 0.06  # metres, the cube that marks a free body
+BODY_COLOUR = ColorRGBA(r=0.2, g=0.4, b=0.9, a=0.8)
 MIN_QUATERNION_NORM = 1e-6  # below this a quaternion has no orientation (e.g. all zeros)
 
 
@@ -137,15 +139,18 @@ def _marker(frame_id: str, stamp: Time, namespace: str, marker_id: int,
 
 def chain_markers(frame_id: str, stamp: Time, joint_points: np.ndarray,
                   effector_points: np.ndarray, paths: Sequence[Sequence[int]],
-                  targets: np.ndarray, reached: bool) -> MarkerArray:
+                  targets: np.ndarray, reached: Sequence[bool],
+                  body: np.ndarray | None = None) -> MarkerArray:
     """
-    Draw the solved chain: joints, one line per branch, and the targets.
+    Draw the solved chain: joints, one line per branch, the targets and a free body.
 
-    joint_points (n, 3) and effector_points (m, 3) are in metres in `frame_id`; paths
-    come from branch_paths; targets (m, 3) hold NaN rows for effectors without a target.
-    Joints and links are green when every target is reached, red otherwise.
+    joint_points (n, 3), effector_points (m, 3) and targets (m, 3, NaN rows for effectors
+    without a target) are in metres in `frame_id`; paths come from branch_paths. Each
+    branch is green when its effector is reached (per `reached`), red otherwise; the
+    joints are green when every effector is. body: where a free body is in `frame_id`
+    (its branches start there and a cube marks it); None: the base is the frame's origin.
     """
-    colour = REACHED_COLOUR if reached else UNREACHED_COLOUR
+    colour = REACHED_COLOUR if all(reached) else UNREACHED_COLOUR
     clear = Marker()
     clear.header.frame_id = frame_id
     clear.action = Marker.DELETEALL
@@ -154,11 +159,11 @@ def chain_markers(frame_id: str, stamp: Time, joint_points: np.ndarray,
     joints.color = colour
     joints.points = _points(joint_points)
     markers = [clear, joints]
-    base = np.zeros((1, 3))
+    base = np.zeros((1, 3)) if body is None else np.reshape(body, (1, 3))
     for index, path in enumerate(paths):
         links = _marker(frame_id, stamp, 'links', index, Marker.LINE_STRIP)
         links.scale.x = LINK_WIDTH
-        links.color = colour
+        links.color = REACHED_COLOUR if reached[index] else UNREACHED_COLOUR
         links.points = _points(np.vstack([base, joint_points[list(path)],
                                           effector_points[index:index + 1]]))
         markers.append(links)
@@ -169,7 +174,35 @@ def chain_markers(frame_id: str, stamp: Time, joint_points: np.ndarray,
             sphere.color = TARGET_COLOUR
             sphere.pose.position = _points(target[np.newaxis])[0]
             markers.append(sphere)
+    if body is not None:
+        cube = _marker(frame_id, stamp, 'body', 0, Marker.CUBE)
+        cube.scale.x = cube.scale.y = cube.scale.z = BODY_SIZE
+        cube.color = BODY_COLOUR
+        cube.pose.position = _points(base)[0]
+        markers.append(cube)
     return MarkerArray(markers=markers)
+
+
+def body_transform(stamp: Time, odom_frame: str, base_link: str,
+                   position: np.ndarray) -> TransformStamped:
+    """Return the free body's TF odom_frame -> base_link: a translation (metres)."""
+    msg = TransformStamped()
+    msg.header.stamp = stamp
+    msg.header.frame_id = odom_frame
+    msg.child_frame_id = base_link
+    msg.transform.translation.x, msg.transform.translation.y, msg.transform.translation.z = \
+        map(float, position)
+    msg.transform.rotation.w = 1.0
+    return msg
+
+
+def body_pose(transform: TransformStamped) -> PoseStamped:
+    """Return the body's pose in the odometry frame, as the transform to it says."""
+    msg = PoseStamped(header=transform.header)
+    translation = transform.transform.translation
+    msg.pose.position = Point(x=translation.x, y=translation.y, z=translation.z)
+    msg.pose.orientation = transform.transform.rotation
+    return msg
 
 
 def diagnostic_array(stamp: Time, name: str, hardware_id: str, level: bytes,

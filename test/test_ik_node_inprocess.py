@@ -6,7 +6,8 @@ user never set are not overrides; start-up refuses unknown joints and fields und
 joint_limits; every parameter can be read at once (ros2 param dump); outputs that are off
 are not advertised; RViz targets only when asked for, under the node's namespace; ik_node
 and sim_arm with their defaults do not both publish joint_states; a broken params file
-stops the node with one line.
+stops the node with one line. A free root (issue #12) publishes the body pose and takes
+targets in the odometry frame; per-effector weights are parameters.
 """
 
 from collections.abc import Iterator
@@ -16,9 +17,10 @@ from typing import Any
 
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import load_config
-from fabrik_ros.ik_node import IkNode
+from fabrik_ros.ik_node import IkNode, TFMessage
 from fabrik_ros.node_main import run_node
 from fabrik_ros.sim_arm import SimArm
+import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from std_msgs.msg import Header, String
@@ -161,6 +163,9 @@ def test_a_missing_or_broken_params_file_is_one_line(tmp_path, capfd, content):
     ({'command_joints': ['base_yaw']}, 'must list each of'),
     ({'outputs': ['joint_trajectory']}, 'set feedback_topic'),  # else it assumes a pose
     ({'publish_rate': 1e-300}, 'publish_rate must be 0 (off) or at least'),
+    ({'root': 'floating'}, "root must be one of ['pinned', 'free']"),
+    ({'root': 'free', 'publish_rate': 0.0}, 'publish_rate or command_rate must be above 0'),
+    ({'effector_weights.hand': 2.0}, 'effector_weights.hand: unknown effector'),
 ])
 def test_a_bad_configuration_stops_the_node_with_the_reason(make_node, params, complaint):
     with pytest.raises(ValueError, match=re.escape(complaint)):
@@ -182,3 +187,51 @@ def test_joint_states_carry_the_mimic_followers(make_node):
     position = dict(zip(message.name, message.position))
     assert position['pip_flex'] == pytest.approx(position['mcp_flex'] + 0.1)
     assert position['dip_flex'] == pytest.approx(0.7 * position['mcp_flex'])
+
+
+def spider(make_node, **parameters: Any) -> IkNode:
+    """Return an IK node for the demo's spider with its body free."""
+    return make_node(**{**load_config(REPO_ROOT / 'config' / 'spider.yaml'),
+                        'root': 'free', **parameters})
+
+
+def test_effector_weights_are_parameters_of_each_effector(make_node):
+    node = spider(make_node, **{'effector_weights.leg2_foot': 4.0})
+    weights = {name: parameter.value for name, parameter
+               in node.get_parameters_by_prefix('effector_weights').items()}
+    assert weights == {f'leg{k}_foot': 4.0 if k == 2 else 0.0 for k in range(1, 7)}
+    assert node._controller.settings.effector_weights == {'leg2_foot': 4.0}
+    assert node.set_parameters([Parameter('effector_weights.leg1_foot', value=2.0)])[0] \
+        .successful
+    assert node._controller.settings.effector_weights == {'leg1_foot': 2.0, 'leg2_foot': 4.0}
+    refused = node.set_parameters([Parameter('effector_weights.leg1_foot', value=-1.0)])[0]
+    assert not refused.successful and node._controller.settings.effector_weights['leg1_foot'] \
+        == 2.0
+    assert not node.set_parameters([Parameter('publish_rate', value=0.0)])[0].successful
+
+
+def test_a_free_body_is_published_in_the_odometry_frame(make_node):
+    """Targets in odom move the body; ~/body_pose and TF say where it is, markers show it."""
+    node = spider(make_node)
+    poses, transforms = [], []
+    node._body_pub.publish = poses.append
+    if node._tf_pub is not None:
+        node._tf_pub.publish = transforms.append
+    chain, controller = node._model, node._controller
+    shift = np.array([0.3, 0.0, 0.0])
+    feet = chain.effector_positions(chain.neutral()) + [0.0, 0.0, -0.1]
+    for index, foot in enumerate(feet + shift):
+        node._on_target(foot, Header(frame_id='odom'), index)
+    node._on_window()  # the spider's targets of one moment, solved together
+    assert controller.result.reached and controller.body_goal[0] > 0.25
+    controller._body_time -= 10.0  # as if the body had had 10 s to get there
+    node._on_tick()
+    assert np.array_equal(controller.body, controller.body_goal)
+    pose = poses[-1]
+    assert (pose.header.frame_id, pose.pose.position.x) == ('odom', controller.body[0])
+    if TFMessage is not None:
+        transform = transforms[-1].transforms[0]
+        assert (transform.header.frame_id, transform.child_frame_id) == ('odom', 'body')
+    # A target in the base frame is taken where the body is now.
+    node._on_target(feet[0], Header(frame_id='body'), 0)
+    assert np.allclose(controller.targets[0].position, feet[0] + controller.body)

@@ -4,9 +4,10 @@ import math
 
 from builtin_interfaces.msg import Time
 from fabrik_ros.chain import Chain
-from fabrik_ros.messages import (branch_paths, chain_markers, point_array, quaternion_array,
-                                 REACHED_COLOUR, rotation_matrix, TargetError,
-                                 transform_point, UNREACHED_COLOUR)
+from fabrik_ros.messages import (body_pose, body_transform, branch_paths, chain_markers,
+                                 point_array, quaternion_array, REACHED_COLOUR,
+                                 rotation_matrix, TargetError, transform_point,
+                                 UNREACHED_COLOUR)
 from geometry_msgs.msg import Point, Quaternion
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,13 +66,14 @@ def legged() -> Chain:
 @pytest.mark.parametrize('reached, colour', [(True, REACHED_COLOUR),
                                              (False, UNREACHED_COLOUR)])
 def test_markers_draw_every_branch_and_the_targets(reached, colour):
+    """One line per branch; green where every target is reached, else red."""
     chain = legged()
     q = chain.neutral()
     kinematics = chain.forward(q)
     paths = branch_paths(chain.parents.tolist(), [e.parent for e in chain.effectors])
     targets = np.array([[0.2, 0.0, 0.0], [np.nan, np.nan, np.nan]])
     markers = chain_markers('base_link', Time(sec=1), kinematics.positions,
-                            kinematics.effectors, paths, targets, reached).markers
+                            kinematics.effectors, paths, targets, [reached] * 2).markers
     assert markers[0].action == Marker.DELETEALL
     joints = [m for m in markers if m.ns == 'joints']
     links = [m for m in markers if m.ns == 'links']
@@ -85,3 +87,30 @@ def test_markers_draw_every_branch_and_the_targets(reached, colour):
     assert len(spheres) == 1  # no sphere for the leg without a target
     assert spheres[0].pose.position.x == 0.2
     assert all(m.header.frame_id == 'base_link' for m in markers)
+
+
+def test_markers_colour_each_branch_by_its_effector_and_mark_a_free_body():
+    """Issue #12: a foot out of reach is red, the others green; the body is a cube."""
+    chain = legged()
+    kinematics = chain.forward(chain.neutral())
+    body = np.array([1.0, 2.0, 0.5])
+    paths = branch_paths(chain.parents.tolist(), [e.parent for e in chain.effectors])
+    markers = chain_markers('odom', Time(sec=1), kinematics.positions + body,
+                            kinematics.effectors + body, paths, np.full((2, 3), np.nan),
+                            [True, False], body).markers
+    links = [m for m in markers if m.ns == 'links']
+    assert [line.color for line in links] == [REACHED_COLOUR, UNREACHED_COLOUR]
+    assert [m.color for m in markers if m.ns == 'joints'] == [UNREACHED_COLOUR]
+    assert all((line.points[0].x, line.points[0].y, line.points[0].z) == (1.0, 2.0, 0.5)
+               for line in links)
+    cube = next(m for m in markers if m.ns == 'body')
+    assert cube.type == Marker.CUBE and cube.pose.position.y == 2.0
+
+
+def test_the_body_transform_and_pose_say_where_the_base_is_in_odom():
+    transform = body_transform(Time(sec=3), 'odom', 'base_link', np.array([0.5, -0.25, 0.0]))
+    assert (transform.header.frame_id, transform.child_frame_id) == ('odom', 'base_link')
+    assert transform.transform.translation.x == 0.5 and transform.transform.rotation.w == 1.0
+    pose = body_pose(transform)
+    assert pose.header.frame_id == 'odom' and pose.header.stamp.sec == 3
+    assert (pose.pose.position.x, pose.pose.position.y) == (0.5, -0.25)
