@@ -20,7 +20,8 @@ The safety contract (README, "Safety contract"; proven in test/test_controller.p
 With a free root (`Settings.root == 'free'`) the base slides toward the targets too. The
 controller then keeps the body pose, the base's position in the odometry frame: targets
 are in that frame, the solver's base displacement sets the body's goal, and the body heads
-there in a straight line at most `max_body_velocity` m/s per tick. The body pose is the
+there in a straight line at most `max_body_velocity` m/s, moving whenever a command goes
+out (each tick, and each solution without a command rate). The body pose is the
 node's estimate of where the base goes (published as TF), not a command to hardware.
 """
 
@@ -494,7 +495,8 @@ class IkController:
                 self._body_time = now  # at rest until now: it sets off now
             self.body_goal = origin + result.base_position
         update = Update()
-        if stream.dt is None:
+        if stream.dt is None:  # a command per solution: the body moves with it
+            self._move_body(now)
             update.command = self._step()
         if not result.reached:
             update.warnings.append(('reach', 'target out of reach: stretched toward it, '

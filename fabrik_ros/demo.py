@@ -5,6 +5,7 @@ Run it from the repository (or anywhere once the package is installed):
     python3 -m fabrik_ros.demo                      # one arm: a figure eight, then out of reach
     python3 -m fabrik_ros.demo --mode double        # two arms on one torso
     python3 -m fabrik_ros.demo --mode spider        # six legs stepping in a tripod gait
+    python3 -m fabrik_ros.demo --mode spider --free-body  # ... walking; its body slides
     python3 -m fabrik_ros.demo --record arm.npz     # keep the run for fabrik_ros.render
 
 It starts ``ik_node`` and ``sim_arm`` as their own processes with the mode's config; the
@@ -17,6 +18,13 @@ tree), computes the measured tips with forward kinematics and reports:
   target by what the arm's velocity limits and the loop delay allow, and goes to zero
   when the target holds still;
 - out of reach: the remaining distance, measured and as the node reports it.
+
+With ``--free-body`` the node runs with ``root: free``: the targets (in ``odom``) drift
+along +x while the feet step, the body follows, and at the end the first effector's target
+goes far ahead while the others stay: the body slides toward it as far as the other feet,
+holding their targets (``effector_weights`` FOOTHOLD_WEIGHT), let it. The node's
+``~/body_pose`` places the measured chain in ``odom``; the summary reports the body's
+travel.
 
 DDS stays on this machine (ROS_LOCALHOST_ONLY, ROS_AUTOMATIC_DISCOVERY_RANGE), on
 ROS_DOMAIN_ID 42 unless the environment sets another. Exit code 0 on success, 1 when a
@@ -62,6 +70,10 @@ READY_FRACTION = 0.5  # ready pose: symmetric joints bend this far toward their 
 LOPSIDED = 0.1  # a range whose middle is this fraction of its span off neutral is lopsided
 OUT_OF_REACH_FACTOR = 1.25  # out-of-reach targets lie this far beyond the longest reach
 RECENT = 0.25  # seconds: a command answers one of the targets sent this recently (lag)
+ODOM_FRAME = 'odom'  # ik_node's default odom_frame: targets of a free body are in it
+DRIFT_FRACTION = 0.5  # free body: targets drift this fraction of the reach bound, along +x
+FAR_FRACTION = 2.0  # free body: the far target lies this many reach bounds ahead
+FOOTHOLD_WEIGHT = 100.0  # free body: effector_weights of the other effectors (they stay)
 
 
 # ---- the choreography (pure) --------------------------------------------------------------
@@ -124,12 +136,20 @@ class TargetPlan:
     moving_time: float  # seconds
     period: float  # seconds per lap
     rate: float  # Hz at which targets are sent
+    drift: np.ndarray = field(default_factory=lambda: np.zeros(3))  # metres over the path
+    free_body: bool = False  # odom targets; out of reach: the first far, the others stay
 
     PHASE_NAMES = ('moving', 'holding', 'out of reach')
 
     @classmethod
-    def for_mode(cls, chain: Chain, mode: str, duration: float) -> 'TargetPlan':
-        """Plan ``duration`` seconds: path, hold, out of reach (figure eights or steps)."""
+    def for_mode(cls, chain: Chain, mode: str, duration: float,
+                 free_body: bool = False) -> 'TargetPlan':
+        """
+        Plan ``duration`` seconds: path, hold, out of reach (figure eights or steps).
+
+        free_body: the paths drift along +x (the body follows), and out of reach only the
+        first effector's target goes far ahead while the others stay where they ended.
+        """
         moving_time = duration - SETTLE_TIME - OUT_OF_REACH_TIME
         if moving_time <= 0.0:
             raise ValueError(f'duration must exceed {SETTLE_TIME + OUT_OF_REACH_TIME:g} s')
@@ -145,9 +165,15 @@ class TargetPlan:
             phases = np.pi * np.arange(count) / count
             period = 8.0
         directions = centers / np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-9)
+        beyond = OUT_OF_REACH_FACTOR * bounds[:, np.newaxis] * directions
+        drift = np.zeros(3)
+        if free_body:
+            drift = np.array([DRIFT_FRACTION * bounds.max(), 0.0, 0.0])
+            beyond = centers + drift  # replaced by where the paths end (see targets())
+            beyond[0] = centers[0] + drift + [FAR_FRACTION * bounds.max(), 0.0, 0.0]
         return cls(mode, centers, np.array([path_plane(c) for c in centers]), sizes, phases,
-                   OUT_OF_REACH_FACTOR * bounds[:, np.newaxis] * directions, bounds,
-                   moving_time, period, max(TARGET_RATE / count, MIN_TARGET_RATE))
+                   beyond, bounds, moving_time, period,
+                   max(TARGET_RATE / count, MIN_TARGET_RATE), drift, free_body)
 
     @property
     def duration(self) -> float:
@@ -162,14 +188,18 @@ class TargetPlan:
 
     def targets(self, t: float) -> np.ndarray:
         """Return the (m, 3) targets at ``t`` seconds (t < 0: the path's start)."""
-        if self.phase(t) == 2:
+        if self.phase(t) == 2 and not self.free_body:
             return self.out_of_reach.copy()
-        t = float(np.clip(t, 0.0, self.moving_time))
+        along = float(np.clip(t, 0.0, self.moving_time))
         shape = ellipse if self.mode == 'spider' else figure_eight
-        return np.array([
-            shape(np.array([t]), center, axes, width, height, self.period, phase)[0]
+        targets = np.array([
+            shape(np.array([along]), center, axes, width, height, self.period, phase)[0]
             for center, axes, (width, height), phase in zip(
                 self.centers, self.axes, self.sizes, self.phases)])
+        targets += self.drift * along / self.moving_time
+        if self.phase(t) == 2:  # a free body: the first target far ahead, the others stay
+            targets[0] = self.out_of_reach[0]
+        return targets
 
 
 # ---- bookkeeping (pure) ---------------------------------------------------------------------
@@ -191,6 +221,9 @@ class Tracker:
     node_reached: bool | None = None
     last_arm_error: float = float('nan')
     last_ik_error: float = float('nan')
+    last_arm_errors: np.ndarray | None = None  # (m,) metres, each effector's
+    body: np.ndarray = field(default_factory=lambda: np.zeros(3))  # free body, odom, metres
+    body_start: np.ndarray | None = None  # where the body was when the run's clock started
 
     def sent(self, targets: np.ndarray, now: float) -> None:
         """Note targets (one message per effector) published at ``now`` (seconds)."""
@@ -209,7 +242,7 @@ class Tracker:
         """
         if self.target is None:
             return
-        tips = self.chain.effector_positions(q)
+        tips = self.chain.effector_positions(q) + self.body
         recent = np.array([targets for _, targets in self.recent])
         distances = np.linalg.norm(recent - tips, axis=2)  # (k, m)
         self.last_ik_error = float(np.max(np.min(distances, axis=0)))
@@ -220,8 +253,9 @@ class Tracker:
         """Score a measured pose against the current targets."""
         if self.target is None:
             return
-        tips = self.chain.effector_positions(q)
-        self.last_arm_error = float(np.max(np.linalg.norm(tips - self.target, axis=1)))
+        tips = self.chain.effector_positions(q) + self.body
+        self.last_arm_errors = np.linalg.norm(tips - self.target, axis=1)
+        self.last_arm_error = float(np.max(self.last_arm_errors))
         if phase is not None:
             self.arm_errors[phase].append(self.last_arm_error)
 
@@ -244,6 +278,13 @@ class Tracker:
         def mm(values: np.ndarray, how) -> float | None:
             return round(float(how(values)) * 1e3, 4) if len(values) else None
 
+        free_body = {}
+        if plan.free_body and self.body_start is not None:
+            others = self.last_arm_errors[1:] if self.last_arm_errors is not None else []
+            free_body = {'free_body': {
+                'travel_m': round(float(np.linalg.norm(self.body - self.body_start)), 4),
+                'position_m': [round(float(x), 4) for x in self.body],
+                'other_feet_max_mm': mm(np.asarray(others), np.max)}}
         return {
             'mode': plan.mode,
             'duration_s': plan.duration,
@@ -266,6 +307,7 @@ class Tracker:
                 'node_remaining_m': self.node_error,
                 'node_reached': self.node_reached,
             },
+            **free_body,
         }
 
 
@@ -277,6 +319,7 @@ def format_summary(summary: dict) -> str:
     ik, arm, beyond = summary['ik_error_mm'], summary['arm_error_mm'], summary['out_of_reach']
     reached = summary['reached_fraction']
     unreachable = beyond['node_reached'] is False
+    body = summary.get('free_body')
     return '\n'.join([
         f'summary ({summary["mode"]}, {Path(summary["config"]).name}, '
         f'{summary["duration_s"]:.1f} s)',
@@ -296,6 +339,10 @@ def format_summary(summary: dict) -> str:
             f'{"unreachable" if unreachable else "NOT reported unreachable"}: '
             f'{value(beyond["remaining_m"], "m")} remaining '
             f'(node: {value(beyond["node_remaining_m"], "m")})'),
+        *([] if body is None else [
+            f'  free body           travelled {value(body["travel_m"], "m")} to '
+            f'{body["position_m"]} (odom); the other feet '
+            f'{value(body["other_feet_max_mm"], "mm", 2)} from their targets at most']),
     ])
 
 
@@ -324,13 +371,17 @@ class Recording:
     q: list[np.ndarray] = field(default_factory=list)
     targets: list[np.ndarray] = field(default_factory=list)
     phase: list[int] = field(default_factory=list)
+    body: list[np.ndarray] = field(default_factory=list)  # free body in odom, metres
 
     def save(self, path: Path, chain: Chain, plan: TargetPlan) -> None:
-        """Write joint points and tips over time (base frame, metres) and the targets."""
+        """Write joint points, tips and body over time (target frame, metres), targets."""
+        body = np.array(self.body)
         np.savez_compressed(
             path, mode=plan.mode, period=plan.period, t=np.array(self.t), q=np.array(self.q),
-            joint_positions=np.array([chain.joint_positions(q) for q in self.q]),
-            effector_positions=np.array([chain.effector_positions(q) for q in self.q]),
+            joint_positions=np.array([chain.joint_positions(q) for q in self.q])
+            + body[:, np.newaxis],
+            effector_positions=np.array([chain.effector_positions(q) for q in self.q])
+            + body[:, np.newaxis], body=body, free_body=plan.free_body,
             targets=np.array(self.targets), phase=np.array(self.phase),
             joint_parents=np.array([j.parent for j in chain.joints]),
             effector_parents=np.array([e.parent for e in chain.effectors]),
@@ -355,6 +406,8 @@ class DemoNode(Node):
         self.create_subscription(JointState, 'joint_states', self._on_state, 10)
         self.create_subscription(JointState, 'joint_commands', self._on_command, 10)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+        if plan.free_body:
+            self.create_subscription(PoseStamped, 'ik_node/body_pose', self._on_body, 10)
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self)
 
@@ -377,11 +430,16 @@ class DemoNode(Node):
             self.recording.q.append(q)
             self.recording.targets.append(self.tracker.target)
             self.recording.phase.append(self.phase)
+            self.recording.body.append(self.tracker.body.copy())
 
     def _on_command(self, msg: JointState) -> None:
         q = self._joint_vector(msg)
         if q is not None:
             self.tracker.command(q, self.phase)
+
+    def _on_body(self, msg: PoseStamped) -> None:
+        position = msg.pose.position
+        self.tracker.body = np.array([position.x, position.y, position.z])
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -390,10 +448,10 @@ class DemoNode(Node):
                                          self.phase is not None)
 
     def send(self, targets: np.ndarray) -> None:
-        """Publish one target per effector, in the base frame."""
+        """Publish one target per effector, in the base frame (a free body: odom)."""
         for publisher, target in zip(self._target_pubs, targets):
             msg = PoseStamped()
-            msg.header.frame_id = self.chain.base_link
+            msg.header.frame_id = ODOM_FRAME if self.plan.free_body else self.chain.base_link
             msg.header.stamp = self.get_clock().now().to_msg()
             msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, target)
             msg.pose.orientation.w = 1.0
@@ -433,6 +491,7 @@ class DemoNode(Node):
         print(f'{"t [s]":>6} {"phase":<13}{"target [m]":^26}{"IK err":>10}{"arm err":>10}'
               f'{"iters":>7}{"solves/s":>9}', flush=True)
         self.start = time.monotonic()
+        self.tracker.body_start = self.tracker.body.copy()
         next_line = 0.0
         while (t := time.monotonic() - self.start) < self.plan.duration:
             if any(not child.running() for child in children):
@@ -473,13 +532,19 @@ def run(args: argparse.Namespace) -> int:
     share = package_share_dir()
     config = Path(args.config) if args.config else share / 'config' / MODES[args.mode]
     chain = chain_from_parameters(load_config(config), share)
-    plan = TargetPlan.for_mode(chain, args.mode, args.duration)
+    plan = TargetPlan.for_mode(chain, args.mode, args.duration, args.free_body)
     log_dir = Path(tempfile.mkdtemp(prefix='fabrik_demo_'))
-    print(f'fabrik_ros demo: mode {args.mode}, {config}, ROS_DOMAIN_ID '
+    print(f'fabrik_ros demo: mode {args.mode}{", free body" * args.free_body}, {config}, '
+          'ROS_DOMAIN_ID '
           f'{os.environ["ROS_DOMAIN_ID"]}, node logs in {log_dir}', flush=True)
     params = ['--params-file', str(config)]
+    root = []
+    if args.free_body:
+        root = ['-p', 'root:=free'] + [
+            argument for name in chain.effector_names[1:]
+            for argument in ('-p', f'effector_weights.{name}:={FOOTHOLD_WEIGHT}')]
     children = [
-        NodeProcess('ik_node', params, log_dir / 'ik_node.log'),  # joint_commands by default
+        NodeProcess('ik_node', params + root, log_dir / 'ik_node.log'),  # joint_commands
         NodeProcess('sim_arm', params, log_dir / 'sim_arm.log'),
     ]
     # Ctrl-C stays a KeyboardInterrupt: the demo stops its nodes and prints the summary.
@@ -521,6 +586,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help='seconds of moving targets, hold and out-of-reach (default 15)')
     parser.add_argument('--config', help="params file for both nodes (default: the mode's "
                         'config/*.yaml)')
+    parser.add_argument('--free-body', action='store_true',
+                        help='the base slides toward the targets (ik_node root: free)')
     parser.add_argument('--record', help='write the run to this .npz for fabrik_ros.render')
     parser.add_argument('--summary-json', help='write the summary to this JSON file')
     args = parser.parse_args(argv)

@@ -381,8 +381,9 @@ class IkNode(Node):
 
     def _on_tick(self) -> None:
         if self._controller is not None:
-            self._apply(self._controller.tick(time.monotonic()))
-            if self._free:
+            update = self._controller.tick(time.monotonic())
+            self._apply(update)
+            if self._free and update.command is None:  # TF goes on while nothing moves
                 self._publish_body()
 
     def _on_enable(self, request: SetBool.Request,
@@ -414,6 +415,8 @@ class IkNode(Node):
         command = update.command
         if command is None:
             return
+        if self._free:  # the body moves with the commands
+            self._publish_body()
         names = self._model.joint_names
         if 'joint_state' in self._command_pubs:
             # Every joint, mimic followers included: robot_state_publisher needs them all.

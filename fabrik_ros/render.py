@@ -8,11 +8,14 @@ The README pictures come from real runs, regenerated with (from the repository r
     python3 -m fabrik_ros.render /tmp/double.npz -o docs/images/double.png
     python3 -m fabrik_ros.demo --mode spider --record /tmp/spider.npz
     python3 -m fabrik_ros.render /tmp/spider.npz -o docs/images/spider.png
+    python3 -m fabrik_ros.demo --mode spider --free-body --record /tmp/spider_free.npz
+    python3 -m fabrik_ros.render /tmp/spider_free.npz -o docs/images/spider_free.png
 
 Left: a 3D view with the measured chain at a few moments of the last lap of the moving
 phase (faded oldest to newest), the final stretched pose toward the out-of-reach targets,
 the target paths (dashed) and the measured tip paths. Right: the measured tip's distance
-from its target over time, per phase. Needs matplotlib (``pip install matplotlib``); no ROS.
+from its target over time, per phase. A free body's path is drawn too (the chain hangs from
+it). Needs matplotlib (``pip install matplotlib``); no ROS.
 """
 
 import argparse
@@ -30,14 +33,17 @@ CHAIN_COLOUR = '#1f4e79'
 STRETCHED_COLOUR = '#c0392b'
 TARGET_COLOUR = '#e67e22'
 TIP_COLOUR = '#27ae60'
+BODY_COLOUR = '#8e44ad'
 
 
 def link_segments(joint_positions: np.ndarray, joint_parents: np.ndarray,
-                  effector_positions: np.ndarray,
-                  effector_parents: np.ndarray) -> list[np.ndarray]:
-    """Return the (2, 3) segments of one pose: parent joint (or base origin) to child."""
+                  effector_positions: np.ndarray, effector_parents: np.ndarray,
+                  base: np.ndarray | None = None) -> list[np.ndarray]:
+    """Return the (2, 3) segments of one pose: parent joint (or the base) to child."""
+    root = np.zeros(3) if base is None else base
+
     def anchor(parent: int) -> np.ndarray:
-        return joint_positions[parent] if parent >= 0 else np.zeros(3)
+        return joint_positions[parent] if parent >= 0 else root
 
     return ([np.array([anchor(p), point]) for p, point in zip(joint_parents, joint_positions)]
             + [np.array([anchor(p), point])
@@ -47,7 +53,9 @@ def link_segments(joint_positions: np.ndarray, joint_parents: np.ndarray,
 def draw_pose(ax, run: dict, index: int, colour: str, alpha: float) -> None:
     """Draw the chain of sample ``index``: links, joints and tips."""
     joints, tips = run['joint_positions'][index], run['effector_positions'][index]
-    for segment in link_segments(joints, run['joint_parents'], tips, run['effector_parents']):
+    base = run['body'][index] if 'body' in run else None
+    for segment in link_segments(joints, run['joint_parents'], tips, run['effector_parents'],
+                                 base):
         ax.plot(*segment.T, color=colour, alpha=alpha, linewidth=2.5, solid_capstyle='round')
     ax.scatter(*joints.T, color=colour, alpha=alpha, s=12, depthshade=False)
     ax.scatter(*tips.T, color=colour, alpha=alpha, s=18, marker='s', depthshade=False)
@@ -72,10 +80,14 @@ def draw_scene(ax, run: dict) -> None:
         ax.plot(*run['targets'][on_path, effector].T, '--', color=TARGET_COLOUR, linewidth=1.2,
                 label='target path' if effector == 0 else None)
     beyond = run['targets'][-1]
+    body = run['body'] if bool(run.get('free_body', False)) else np.zeros((1, 3))
+    if len(body) > 1:  # a free body: only the first target goes out of reach
+        beyond = beyond[:1]
+        ax.plot(*body.T, color=BODY_COLOUR, linewidth=2.5, label='body path')
     ax.scatter(*beyond.T, color=STRETCHED_COLOUR, marker='x', s=60, depthshade=False,
                label='out-of-reach target')
-    ax.scatter([0.0], [0.0], [0.0], color='black', marker='^', s=40, label='base')
-    points = np.concatenate([run['joint_positions'].reshape(-1, 3), beyond, np.zeros((1, 3))])
+    ax.scatter(*body[:1].T, color='black', marker='^', s=40, label='base')
+    points = np.concatenate([run['joint_positions'].reshape(-1, 3), beyond, body])
     low, high = points.min(axis=0), points.max(axis=0)
     ax.set_box_aspect(np.maximum(high - low, 1e-3))
     # Look at the paths nearly face on: from their side of the base, a little off axis.
@@ -130,7 +142,8 @@ def render(recording: Path, output: Path) -> None:
     scene = figure.add_subplot(grid[0], projection='3d')
     draw_scene(scene, run)
     draw_errors(figure.add_subplot(grid[1]), run)
-    figure.suptitle(f'fabrik_ros demo, {run["mode"]} mode: IK node + simulated arm, '
+    free = ', free body' if bool(run.get('free_body', False)) else ''
+    figure.suptitle(f'fabrik_ros demo, {run["mode"]} mode{free}: IK node + simulated arm, '
                     'measured over DDS')
     figure.tight_layout()
     figure.savefig(output)

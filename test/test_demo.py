@@ -65,12 +65,12 @@ def test_tracker_scores_commands_against_recent_targets() -> None:
     assert tracker.ik_errors[0][-1] == pytest.approx(0.01)
 
 
-def run_demo(mode: str, duration: float, folder: Path) -> tuple[str, dict]:
+def run_demo(mode: str, duration: float, folder: Path, *options: str) -> tuple[str, dict]:
     """Run the demo as README's first command does; return its output and summary."""
     summary_path = folder / 'summary.json'
     process = subprocess.run(
         [sys.executable, '-m', 'fabrik_ros.demo', '--mode', mode, '--duration', str(duration),
-         '--summary-json', str(summary_path), '--record', str(folder / 'run.npz')],
+         '--summary-json', str(summary_path), '--record', str(folder / 'run.npz'), *options],
         cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     output = process.stdout + process.stderr
     assert process.returncode == 0, output
@@ -120,6 +120,32 @@ def test_tree_modes_drive_every_effector(mode: str, tmp_path: Path) -> None:
     assert summary['ik_error_mm']['median'] < 1.0, output
     assert summary['arm_error_holding_mm'] < 1.0, output
     assert_out_of_reach_reported(summary, output)
+
+
+def test_a_free_body_plan_drifts_then_sends_one_foot_far_ahead() -> None:
+    """The feet's paths drift along +x; out of reach, only the first target leaves."""
+    chain = mode_chain('spider')
+    plan = TargetPlan.for_mode(chain, 'spider', 8.0, free_body=True)
+    pinned = TargetPlan.for_mode(chain, 'spider', 8.0)
+    end = plan.moving_time
+    assert np.allclose(plan.targets(end) - pinned.targets(end), plan.drift)
+    assert np.allclose(plan.targets(0.0), pinned.targets(0.0))
+    beyond = plan.targets(plan.duration - 0.1)
+    assert np.array_equal(beyond[1:], plan.targets(end)[1:])
+    _, bounds = branch_lengths(chain)
+    assert beyond[0][0] - plan.drift[0] > 2.0 * bounds[0], 'out of reach ahead, along +x'
+
+
+def test_spider_free_body_slides_toward_the_far_target(tmp_path: Path) -> None:
+    """A short real run: the body follows the drift, then slides; the other feet stay."""
+    output, summary = run_demo('spider', 7.0, tmp_path, '--free-body')
+    body = summary['free_body']
+    plan = TargetPlan.for_mode(mode_chain('spider'), 'spider', 7.0, free_body=True)
+    assert body['position_m'][0] > plan.drift[0], output  # drifted, then slid on
+    assert body['other_feet_max_mm'] < 20.0, output  # weighted: they hold their targets
+    assert summary['arm_error_holding_mm'] < 1.0, output
+    assert_out_of_reach_reported(summary, output)
+    assert 'free body           travelled' in output
 
 
 def test_environment_keeps_dds_on_loopback_and_a_chosen_domain() -> None:
