@@ -279,6 +279,20 @@ class TestWarmStart:
             assert np.max(np.abs(result.q - q)) < 0.05
             q = result.q
 
+    @settings(max_examples=60, deadline=None)
+    @given(chain_and_poses(poses=2), st.sampled_from(['pinned', 'free']))
+    def test_seeding_with_the_last_answer_solves_as_a_fresh_solver_would(self, drawn, root):
+        # The solver reuses the state of its last answer for a seed equal to it: invisible.
+        chain, first, second = drawn
+        solver = IkSolver(chain, root=root)
+        answer = solver.solve(chain.tip_position(first), chain.neutral()).q
+        target = chain.tip_position(second)
+        tracked = solver.solve(target, answer)
+        fresh = IkSolver(chain, root=root).solve(target, answer.copy())
+        np.testing.assert_array_equal(tracked.q, fresh.q)
+        assert tracked.error == fresh.error and tracked.history == fresh.history
+        np.testing.assert_array_equal(tracked.base_position, fresh.base_position)
+
     def test_a_solved_seed_is_kept(self):
         arm = demo_arm()
         pose = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
