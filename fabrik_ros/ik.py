@@ -367,6 +367,10 @@ class _Tree:
                 (k, k + 1, 1.0 - _FAR_WEIGHT) for k, _ in self.children[joint.point]
                 if first <= k < stop))
         self._forward = _compiled_sweep(self)
+        # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).
+        self._columns = [tuple((j, self.joints[j].coordinate, self.joints[j].multiplier,
+                                self.joints[j].prismatic) for j in effector.joints)
+                         for effector in self.effectors]
         # Root-to-tip passes, compiled per fit list on first use: {ids of the fits: (fits,
         # function)}; holding the fits keeps their ids unique.
         self._fittings: dict[tuple[int, ...], tuple[list[_Fit], Callable]] = {}
@@ -516,16 +520,15 @@ class _Tree:
         n = len(state.q)
         width = n + 3 if free_root else n
         rows = []
-        joints = self.joints
-        for effector in map(self.effectors.__getitem__, effectors):
+        frames = state.frames
+        for effector, columns in zip(map(self.effectors.__getitem__, effectors),
+                                     map(self._columns.__getitem__, effectors)):
             ex, ey, ez = state.points[effector.point]
             row_x, row_y, row_z = [0.0] * width, [0.0] * width, [0.0] * width
-            for j in effector.joints:
-                frame = state.frames[j]
+            for j, c, m, prismatic in columns:
+                frame = frames[j]
                 ax, ay, az = frame[2], frame[5], frame[8]
-                joint = joints[j]
-                c, m = joint.coordinate, joint.multiplier
-                if joint.prismatic:
+                if prismatic:
                     row_x[c] += m * ax
                     row_y[c] += m * ay
                     row_z[c] += m * az
