@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import repeat
 import math
 from operator import add, le, mul
@@ -1727,7 +1728,7 @@ class _Solve:
             self.reach_goals = self.goals + orientations.goals
             point_weights = self.weights + [weights[owner] for owner in
                                             self.tree.marker_owners]
-        self.point_weights = self.tree.subtree_weights(self.reach_points, point_weights)
+        self._reach_weights = point_weights
         local = {effector: index for index, effector in enumerate(effectors)}
         self.groups = tuple(_Group(tuple(map(local.__getitem__, group.effectors)),
                                    group.coordinates) for group in groups)
@@ -1766,6 +1767,11 @@ class _Solve:
         """Return the best pose of the whole solve, with its forward kinematics."""
         q = self.pose()
         return self.best if q == self._best_q else self.tree.sweep(q, self._best_base)
+
+    @cached_property
+    def point_weights(self) -> list[float]:
+        """Return per point the weight below it (FABRIK's passes only: tracking skips them)."""
+        return self.tree.subtree_weights(self.reach_points, self._reach_weights)
 
     @property
     def best_error(self) -> float:
