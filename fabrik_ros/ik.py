@@ -1524,6 +1524,15 @@ class IkSolver:
         """
         tracking = solve.initial_miss <= self.closing_radius
         patience = self.restart_error if tracking else self.tolerance
+        if stretch or solve.best_fit.miss > patience:   # else no restart would start
+            self._explore(solve, start, stretch, patience, unreachable_after)
+        if solve.best_error > self.tolerance and not stretch:
+            # Explored attempts stopped early (see _EXPLORE_STALL); out of reach they did not.
+            solve.attempt(solve.best, polish=True)
+
+    def _explore(self, solve: _Solve, start: _State, stretch: bool, patience: float,
+                 unreachable_after: int | None) -> None:
+        """Run _restart's attempts from other seeds; patience: metres, see _restart."""
         margin = max(self.tolerance, _AGREE * self.reach)
         if unreachable_after is not None:
             # Explored attempts end within a few explore stalls of their own minimum.
@@ -1549,9 +1558,6 @@ class IkSolver:
                 confirmed = 0
             elif ended < before + margin:
                 confirmed += 1
-        if solve.best_error > self.tolerance and not stretch:
-            # Explored attempts stopped early (see _EXPLORE_STALL); out of reach they did not.
-            solve.attempt(solve.best, polish=True)
 
     def _nudged(self, q: list[float]) -> list[float]:
         """Return q with every joint turned by _NUDGE radians (back, where a limit is near)."""
@@ -1808,7 +1814,7 @@ class _Solve:
         turned: the squared orientation errors as metres^2 (see _Orientations); they count
         in the objective, the error and the excess with weight 1.
         """
-        terms = [w * d * d for w, d in zip(self.weights, distances)]
+        terms = list(map(mul, self.weights, map(mul, distances, distances)))
         objective = sum(terms) + sum(turned)
         shares = ()
         if len(self.groups) > 1:
