@@ -692,7 +692,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     return namespace['fitting' if fitting else 'forward']
 
 
-_MOMENT_POINTS = 5  # a joint fitted to this many points or more sums moments (_moment_sums)
+_MOMENT_POINTS = 7  # a joint fitted to this many points or more sums moments (_moment_sums)
 _MOMENTS = ('W', 'V0', 'V1', 'V2', 'D0', 'D1', 'D2', 'S00', 'S01', 'S02', 'S10', 'S11', 'S12',
             'S20', 'S21', 'S22')
 
