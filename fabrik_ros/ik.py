@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import repeat
 import math
 from operator import add, le, mul
@@ -1750,6 +1749,7 @@ class _Solve:
         self.best_fit = _Score(math.inf, math.inf, math.inf, [], math.inf,
                                (math.inf,) * len(groups))
         self.initial_miss = math.nan   # metres, Score.miss at the pass's seed
+        self._point_weights: list[float] | None = None
         if previous is None:
             self.timed_out = False
             self.fabrik_iterations = self.closing_steps = self.restarts = 0
@@ -1774,10 +1774,13 @@ class _Solve:
         q = self.pose()
         return self.best if q == self._best_q else self.tree.sweep(q, self._best_base)
 
-    @cached_property
+    @property
     def point_weights(self) -> list[float]:
         """Return per point the weight below it (FABRIK's passes only: tracking skips them)."""
-        return self.tree.subtree_weights(self.reach_points, self._reach_weights)
+        if self._point_weights is None:
+            self._point_weights = self.tree.subtree_weights(self.reach_points,
+                                                            self._reach_weights)
+        return self._point_weights
 
     @property
     def best_error(self) -> float:
