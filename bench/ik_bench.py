@@ -25,7 +25,10 @@ urdf/offset_arm.urdf (a UR5-like arm, no joint offset along its links):
 - references for position-only solves (issue 11), same arms: fabrik_ros next to TRAC-IK and
   to a damped-least-squares loop on pinocchio's frame Jacobian with joint clamping, from
   the neutral seed and tracking. pytracik exposes no tolerance bounds, so TRAC-IK solves
-  the full pose of those position targets (a harder problem) there.
+  the full pose of those position targets (a harder problem) there;
+- speed against the baseline (issue 11): the same neutral-seed targets and tracking path
+  solved by this solver and by --baseline's (a git revision, default main), alternating
+  target by target so both see the same machine; ratios, and solves per 16.7 ms frame.
 
 The reference solvers come from bench/requirements.txt (bench-only); without them their
 rows are skipped with a note. In those comparisons every solver is timed by the CPU time of
@@ -61,6 +64,7 @@ import numpy as np  # noqa: E402
 SUCCESS_M = 1e-3        # a solve succeeds when FK of its answer is this close (metres)
 REPEATS = 3             # timing runs per solve; the fastest counts
 SEED = 2011             # FABRIK's year: fixed targets, comparable runs
+FRAME_US = 1e6 / 60.0   # one 60 Hz frame, microseconds: solves per frame = FRAME_US / median
 
 SUCCESS_RAD = math.radians(1.0)  # ... and its tool frame this close (full poses)
 FINE_M, FINE_RAD = 1e-4, math.radians(0.1)  # the strict figure: 0.1 mm and 0.1 degree
@@ -283,6 +287,58 @@ def variants(chain: Chain, targets: int, rng: np.random.Generator) -> dict[str, 
         entry['median_time_ratio'] = entry['median_us'] / base['median_us']
         entry['p95_time_ratio'] = entry['p95_us'] / base['p95_us']
     return figures
+
+
+def speed(chain: Chain, count: int, steps: int, baseline: type | None) -> dict[str, Any]:
+    """
+    Time this solver and the baseline's on the same targets, alternating target by target.
+
+    From the neutral seed: FK of `count` random poses; tracking: a smooth path of `steps`
+    (seeded with each solver's own previous answer). Returns per solver ('now', 'baseline')
+    and stage the success rate, median / p95 CPU µs and solves per 60 Hz frame, and the
+    time ratios now / baseline.
+    """
+    rng = np.random.default_rng(SEED + 11)
+    poses = random_poses(chain, count, rng)
+    path, start = smooth_path(chain, steps, rng)
+    solvers = {'now': IkSolver(chain)}
+    if baseline is not None:
+        solvers['baseline'] = baseline(chain)
+    times = {name: {'from_neutral': [], 'tracking': []} for name in solvers}
+    errors = {name: {'from_neutral': [], 'tracking': []} for name in solvers}
+    for pose in poses:
+        target = chain.tip_position(pose)
+        for name, solver in solvers.items():
+            result, (micros, _) = timed_solve(solver, target, None)
+            times[name]['from_neutral'].append(micros)
+            errors[name]['from_neutral'].append(tip_distance(chain, result.q, target))
+    seeds = {name: start for name in solvers}
+    for target in path[1:]:
+        for name, solver in solvers.items():
+            result, (micros, _) = timed_solve(solver, target, seeds[name])
+            times[name]['tracking'].append(micros)
+            errors[name]['tracking'].append(tip_distance(chain, result.q, target))
+            seeds[name] = result.q
+    figures: dict[str, Any] = {}
+    for name in solvers:
+        figures[name] = {}
+        for stage, stage_times in times[name].items():
+            median = float(np.median(stage_times))
+            figures[name][stage] = {
+                'success_rate': float(np.mean(np.array(errors[name][stage]) <= SUCCESS_M)),
+                'median_us': median, 'p95_us': float(np.percentile(stage_times, 95)),
+                'solves_per_frame': FRAME_US / median}
+    if baseline is not None:
+        figures['ratio_now_to_baseline'] = {
+            stage: {stat: figures['now'][stage][stat] / figures['baseline'][stage][stat]
+                    for stat in ('median_us', 'p95_us')}
+            for stage in ('from_neutral', 'tracking')}
+    return figures
+
+
+def tip_distance(chain: Chain, q: np.ndarray, target: np.ndarray) -> float:
+    """Return the distance (metres) from FK(q)'s tip to the target."""
+    return float(np.linalg.norm(chain.tip_position(q) - target))
 
 
 def baseline_solver(ref: str) -> type:
@@ -582,7 +638,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--targets', type=int, default=1000)
     parser.add_argument('--quick', action='store_true', help='100 targets, short paths')
     parser.add_argument('--baseline', default='main', help='git revision whose solver the '
-                        "hard cases are compared with in the same run ('' for none)")
+                        "hard cases and the speed are compared with in the same run ('' for "
+                        'none)')
     parser.add_argument('--hard-only', action='store_true',
                         help='only the hard cases (issue 12): holes, far targets, small robots')
     args = parser.parse_args(argv)
@@ -611,6 +668,7 @@ def main(argv: list[str] | None = None) -> None:
                 'near_stretch': near_stretch(chain, small, rng),
                 'out_of_reach': out_of_reach(chain, small, rng),
                 'variants': variants(chain, small, rng),
+                'speed': speed(chain, count, 1001, baseline),
             }
             if name in POSE_ROBOTS:
                 steps = 1001 if count >= 1000 else 201
@@ -696,7 +754,25 @@ def report(results: dict[str, Any]) -> str:
                              'fabrik_ros time ratio (median, neutral / tracking)'])
     notes = {note for r in robots.values() for note in r.get('references', {}).get('notes', [])}
     text += ''.join(f'\n\nNote: {note}' for note in sorted(notes))
-    return text
+    return text + '\n\n' + speed_report(results)
+
+
+def speed_report(results: dict[str, Any]) -> str:
+    """Return the table of this solver's speed against the baseline's, same targets and run."""
+    rows = []
+    for name, r in results['robots'].items():
+        for stage, label in (('from_neutral', 'from neutral'), ('tracking', 'tracking')):
+            cells = [name, label]
+            for solver in ('now', 'baseline'):
+                f = r['speed'].get(solver, {}).get(stage)
+                cells.append(f"{f['success_rate']:.1%}, {f['median_us']:.0f} / "
+                             f"{f['p95_us']:.0f}, {f['solves_per_frame']:.0f}" if f else '')
+            ratio = r['speed'].get('ratio_now_to_baseline', {}).get(stage)
+            cells.append(f"{ratio['median_us']:.2f} / {ratio['p95_us']:.2f}" if ratio else '')
+            rows.append(cells)
+    return ('Speed against the baseline (same targets, alternating target by target):\n\n'
+            + table(rows, ['robot', 'stage', 'now: success, median / p95 µs, per 60 Hz frame',
+                           'baseline: the same', 'time ratio now / baseline (median / p95)']))
 
 
 def hard_report(results: dict[str, Any]) -> str:
