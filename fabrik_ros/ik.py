@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import compress, repeat
 import math
-from operator import add, le, mul
+from operator import add, and_, le, mul, not_
 import time
 from typing import NamedTuple, Sequence
 
@@ -1965,10 +1965,11 @@ class _Solve:
         width = len(rows[0])
         weights = None      # per column, None: all 1
         push = None         # per column, radians back toward mid-range this step; None: all 0
-        inner_lower, inner_upper = self.solver._inner_lower, self.solver._inner_upper
         q = state.q
-        if not self.out_of_reach and not (all(map(le, inner_lower, q))
-                                          and all(map(le, q, inner_upper))):
+        # The joints outside [lower + margin, upper - margin], found at C speed.
+        near = [] if self.out_of_reach else list(compress(range(len(q)), map(not_, map(
+            and_, map(le, self.solver._inner_lower, q), map(le, q, self.solver._inner_upper)))))
+        if near:
             # The error's gradient J^T r says which way a joint is drawn: away from its limit
             # it is free.
             gradient = [0.0] * width
@@ -1976,9 +1977,8 @@ class _Solve:
                 gradient = list(map(add, gradient, map(mul, row, repeat(r))))
             weights = [1.0] * width
             push = [0.0] * width if steer else None
-            for j, (a, lo, hi) in enumerate(zip(q, inner_lower, inner_upper)):
-                if lo <= a <= hi:
-                    continue
+            for j in near:
+                a = q[j]
                 low, high = a - lower[j], upper[j] - a
                 room, sign = (low, -1.0) if low < high else (high, 1.0)
                 if push:
