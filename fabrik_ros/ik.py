@@ -375,6 +375,11 @@ class _Tree:
         # function)}; holding the fits keeps their ids unique.
         self._fittings: dict[tuple[int, ...], tuple[list[_Fit], Callable]] = {}
         self.neutral = self.sweep(chain.neutral().tolist(), _ORIGIN)
+        self._made_from = (chain, markers)
+
+    def __reduce__(self) -> tuple:
+        """Pickle as the chain (and markers) it compiles: the compiled sweeps are made anew."""
+        return _Tree, self._made_from
 
     @staticmethod
     def fit_points(fit: _Fit) -> list[int]:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import dataclasses
 import math
 from pathlib import Path
+import pickle
 
 from fabrik_ros.chain import Chain, Effector, Joint, rotation_from_rpy
 from fabrik_ros.ik import IkSolver
@@ -292,6 +293,14 @@ class TestWarmStart:
         np.testing.assert_array_equal(tracked.q, fresh.q)
         assert tracked.error == fresh.error and tracked.history == fresh.history
         np.testing.assert_array_equal(tracked.base_position, fresh.base_position)
+
+    def test_a_pickled_solver_solves_as_the_original(self):
+        # The compiled sweeps are rebuilt from the chain (solvers go to worker processes).
+        arm = demo_arm()
+        solver = IkSolver(arm)
+        target = arm.tip_position(pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5]))
+        copy = pickle.loads(pickle.dumps(solver))
+        np.testing.assert_array_equal(copy.solve(target).q, solver.solve(target).q)
 
     def test_a_solved_seed_is_kept(self):
         arm = demo_arm()
