@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from fabrik_ros.ik import MAX_COORDINATE_M
-from geometry_msgs.msg import Point, PoseStamped, Quaternion, TransformStamped
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, TransformStamped
 import numpy as np
 from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA
@@ -214,3 +214,66 @@ def diagnostic_array(stamp: Time, name: str, hardware_id: str, level: bytes,
     msg = DiagnosticArray(status=[status])
     msg.header.stamp = stamp
     return msg
+
+
+# ---- tool frames ----------------------------------------------------------------------------
+
+AXIS_COLOURS = (ColorRGBA(r=0.9, g=0.1, b=0.1, a=1.0),  # x red, y green, z blue, as in RViz
+                ColorRGBA(r=0.1, g=0.8, b=0.1, a=1.0),
+                ColorRGBA(r=0.15, g=0.3, b=1.0, a=1.0))
+FRAME_AXIS_LENGTH = 0.08  # metres
+TARGET_FRAME_WIDTH = 0.004  # metres: thin, so the reached frame shows through it
+REACHED_FRAME_WIDTH = 0.008  # metres
+
+
+def quaternion_from_rotation(rotation: np.ndarray) -> np.ndarray:
+    """
+    Return the unit quaternion x, y, z, w (w >= 0) of a (3, 3) rotation matrix.
+
+    Built from the largest of the four squared components (Shepperd), so it stays exact
+    near half turns, where the trace alone loses every digit.
+    """
+    r = np.asarray(rotation, dtype=float)
+    squares = 1.0 + np.array([r[0, 0] - r[1, 1] - r[2, 2], r[1, 1] - r[0, 0] - r[2, 2],
+                              r[2, 2] - r[0, 0] - r[1, 1], r[0, 0] + r[1, 1] + r[2, 2]])
+    largest = int(np.argmax(squares))
+    s = 2.0 * np.sqrt(squares[largest])  # 4 * that component
+    sums = (r[0, 1] + r[1, 0], r[0, 2] + r[2, 0], r[1, 2] + r[2, 1])
+    differences = (r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1])
+    xyzw = {
+        0: (s / 4.0, sums[0] / s, sums[1] / s, differences[0] / s),
+        1: (sums[0] / s, s / 4.0, sums[2] / s, differences[1] / s),
+        2: (sums[1] / s, sums[2] / s, s / 4.0, differences[2] / s),
+        3: (differences[0] / s, differences[1] / s, differences[2] / s, s / 4.0),
+    }[largest]
+    xyzw = np.array(xyzw)
+    return (xyzw if xyzw[3] >= 0.0 else -xyzw) / np.linalg.norm(xyzw)
+
+
+def pose_message(transform: np.ndarray) -> Pose:
+    """Return the geometry_msgs Pose of a (4, 4) homogeneous transform (metres)."""
+    x, y, z = (float(v) for v in transform[:3, 3])
+    qx, qy, qz, qw = (float(v) for v in quaternion_from_rotation(transform[:3, :3]))
+    return Pose(position=Point(x=x, y=y, z=z), orientation=Quaternion(x=qx, y=qy, z=qz, w=qw))
+
+
+def frame_markers(frame_id: str, stamp: Time, namespace: str, frames: np.ndarray,
+                  width: float, length: float = FRAME_AXIS_LENGTH) -> list[Marker]:
+    """
+    Draw tool frames as axes: a red x, green y and blue z line from each frame's origin.
+
+    frames (m, 4, 4) are transforms in `frame_id`, one per effector (marker id = index);
+    a frame with any NaN (an effector without an orientation) is skipped.
+    """
+    markers = []
+    for index, frame in enumerate(np.asarray(frames, dtype=float)):
+        if not np.all(np.isfinite(frame)):
+            continue
+        axes = _marker(frame_id, stamp, namespace, index, Marker.LINE_LIST)
+        axes.scale.x = width
+        origin = frame[:3, 3]
+        ends = origin + length * frame[:3, :3].T  # row k: the end of axis k
+        axes.points = _points(np.vstack([(origin, end) for end in ends]))
+        axes.colors = [colour for colour in AXIS_COLOURS for _ in range(2)]
+        markers.append(axes)
+    return markers

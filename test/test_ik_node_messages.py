@@ -4,8 +4,9 @@ import math
 
 from builtin_interfaces.msg import Time
 from fabrik_ros.chain import Chain
-from fabrik_ros.messages import (body_pose, body_transform, branch_paths, chain_markers,
-                                 point_array, quaternion_array, REACHED_COLOUR,
+from fabrik_ros.messages import (AXIS_COLOURS, body_pose, body_transform, branch_paths,
+                                 chain_markers, frame_markers, point_array, pose_message,
+                                 quaternion_array, quaternion_from_rotation, REACHED_COLOUR,
                                  rotation_matrix, TargetError, transform_point,
                                  UNREACHED_COLOUR)
 from geometry_msgs.msg import Point, Quaternion
@@ -16,6 +17,7 @@ import pytest
 from visualization_msgs.msg import Marker
 
 finite = st.floats(-10.0, 10.0)
+HALF = math.sqrt(0.5)
 
 
 @pytest.mark.parametrize('xyz', [(math.nan, 0.0, 0.0), (0.0, math.inf, 0.0),
@@ -114,3 +116,54 @@ def test_the_body_transform_and_pose_say_where_the_base_is_in_odom():
     pose = body_pose(transform)
     assert pose.header.frame_id == 'odom' and pose.header.stamp.sec == 3
     assert (pose.pose.position.x, pose.pose.position.y) == (0.5, -0.25)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.tuples(finite, finite, finite, finite).filter(
+    lambda q: np.linalg.norm(q) > 1e-3))
+def test_rotations_give_back_their_quaternion(xyzw):
+    unit = quaternion_array(Quaternion(x=xyzw[0], y=xyzw[1], z=xyzw[2], w=xyzw[3]))
+    again = quaternion_from_rotation(rotation_matrix(unit))
+    assert again[3] >= 0.0  # of q and -q (one rotation), the one with w >= 0
+    assert np.allclose(again, unit, atol=1e-9) or np.allclose(again, -unit, atol=1e-9)
+
+
+@pytest.mark.parametrize('axis', range(3))
+def test_half_turns_keep_their_axis(axis):
+    """Half turns (trace -1) are where a trace-only formula divides by zero."""
+    rotation = -np.eye(3)
+    rotation[axis, axis] = 1.0
+    expected = np.zeros(4)
+    expected[axis] = 1.0
+    assert np.allclose(quaternion_from_rotation(rotation), expected)
+
+
+def test_pose_message_carries_position_and_orientation():
+    transform = np.eye(4)
+    transform[:3, :3] = rotation_matrix(np.array([0.0, 0.0, math.sin(0.3), math.cos(0.3)]))
+    transform[:3, 3] = [0.1, -0.2, 0.3]
+    pose = pose_message(transform)
+    assert (pose.position.x, pose.position.y, pose.position.z) == (0.1, -0.2, 0.3)
+    orientation = pose.orientation
+    assert np.allclose([orientation.x, orientation.y, orientation.z, orientation.w],
+                       [0.0, 0.0, math.sin(0.3), math.cos(0.3)])
+
+
+def test_frames_are_drawn_as_red_green_blue_axes():
+    target = np.eye(4)
+    target[:3, :3] = rotation_matrix(np.array([0.0, 0.0, HALF, HALF]))  # quarter turn, z
+    target[:3, 3] = [0.5, 0.0, 0.2]
+    no_orientation = np.full((4, 4), np.nan)
+    markers = frame_markers('base_link', Time(sec=1), 'target_frames',
+                            np.array([no_orientation, target]), width=0.01, length=0.1)
+    assert len(markers) == 1, 'an effector without an orientation has no frame'
+    axes = markers[0]
+    assert axes.type == Marker.LINE_LIST and axes.ns == 'target_frames' and axes.id == 1
+    assert axes.scale.x == 0.01 and axes.header.frame_id == 'base_link'
+    ends = np.array([[p.x, p.y, p.z] for p in axes.points]).reshape(3, 2, 3)
+    assert np.allclose(ends[:, 0], [0.5, 0.0, 0.2]), 'every axis starts at the origin'
+    # x turned onto y, y onto -x, z stays: in red, green, blue.
+    assert np.allclose(ends[:, 1] - ends[:, 0], [[0, 0.1, 0], [-0.1, 0, 0], [0, 0, 0.1]])
+    assert axes.colors[::2] == list(AXIS_COLOURS) and axes.colors[1::2] == list(AXIS_COLOURS)
+    assert [c.r > 0.5 for c in AXIS_COLOURS] == [True, False, False]
+    assert [c.b > 0.5 for c in AXIS_COLOURS] == [False, False, True]
