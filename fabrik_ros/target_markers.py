@@ -25,6 +25,7 @@ try:
 except ImportError:  # not on PyPI; a ROS install has it (package.xml exec_depend)
     InteractiveMarkerServer = None
 
+NAMESPACE = '~/target'  # topics <node>/target/update and /feedback, as rviz/arm.rviz shows
 HALF = math.sqrt(0.5)
 # Control orientations that turn a control's x axis onto the marker's x, y and z axes.
 CONTROL_AXES = {'x': Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
@@ -84,15 +85,15 @@ class TargetMarkers:
         self._server.applyChanges()
 
     @classmethod
-    def start(cls, node, namespace: str, frame_id: str, names: Sequence[str],
-              poses: Sequence[Pose], scale: float,
+    def start(cls, node, frame_id: str, names: Sequence[str], poses: Sequence[Pose],
+              scale: float,
               on_target: Callable[[PoseStamped, int], None]) -> 'TargetMarkers | None':
-        """Serve the markers on `namespace`; None (logged once) without interactive_markers."""
+        """Serve the markers on the node's NAMESPACE; None (logged) without the package."""
         if InteractiveMarkerServer is None:
             node.get_logger().info('interactive_markers is not installed: no draggable '
                                    'target in RViz (topics and 2D Goal Pose still work)')
             return None
-        return cls(InteractiveMarkerServer(node, namespace), frame_id, names, poses, scale,
+        return cls(InteractiveMarkerServer(node, NAMESPACE), frame_id, names, poses, scale,
                    on_target)
 
     def _on_feedback(self, feedback: InteractiveMarkerFeedback) -> None:

@@ -1,5 +1,6 @@
 """The draggable RViz target: its controls, its feedback, and the server it runs on."""
 
+from pathlib import Path
 from typing import Any
 
 from fabrik_ros import target_markers
@@ -9,6 +10,7 @@ from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 import numpy as np
 import pytest
 from visualization_msgs.msg import InteractiveMarkerControl, InteractiveMarkerFeedback
+import yaml
 
 POSE = Pose(position=Point(x=0.4, y=0.1, z=0.3), orientation=Quaternion(x=1.0, w=0.0))
 
@@ -80,7 +82,7 @@ class NodeWithoutServer:
 def test_without_interactive_markers_the_node_logs_one_line_and_goes_on(monkeypatch):
     monkeypatch.setattr(target_markers, 'InteractiveMarkerServer', None)
     node = NodeWithoutServer()
-    assert TargetMarkers.start(node, 'ik_node/target', 'base_link', ['tool0'], [POSE], 0.2,
+    assert TargetMarkers.start(node, 'base_link', ['tool0'], [POSE], 0.2,
                                lambda pose, effector: None) is None
     assert len(node.logger.lines) == 1
     assert 'interactive_markers is not installed' in node.logger.lines[0]
@@ -101,13 +103,13 @@ def server_node(ros_context: Any):
 def test_served_markers_send_dragged_poses_to_their_effector(server_node):
     """Feedback goes through the real server (as RViz's would) to the target callback."""
     received: list[tuple[PoseStamped, int]] = []
-    markers = TargetMarkers.start(server_node, 'ik_node/targets', 'base_link',
+    markers = TargetMarkers.start(server_node, 'base_link',
                                   ['left_hand', 'right_hand'], [Pose(), Pose()], 0.2,
                                   lambda pose, effector: received.append((pose, effector)))
     assert isinstance(markers, TargetMarkers)
     server = markers._server
-    assert server_node.count_publishers('/ik_node/targets/update') == 1
-    assert server_node.count_subscribers('/ik_node/targets/feedback') == 1
+    assert server_node.count_publishers('/target_markers_test/target/update') == 1
+    assert server_node.count_subscribers('/target_markers_test/target/feedback') == 1
     # The server takes a new client's feedback only a second after the last one's, and a
     # new marker counts as touched by client '': that client drags it here.
     for event in (InteractiveMarkerFeedback.POSE_UPDATE, InteractiveMarkerFeedback.MOUSE_UP):
@@ -120,3 +122,16 @@ def test_served_markers_send_dragged_poses_to_their_effector(server_node):
     assert server.get('left_hand').pose == moved
     markers.shutdown()
     assert server.get('left_hand') is None
+
+
+def test_rviz_config_shows_the_ik_nodes_markers_next_to_the_goal_tool():
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / 'rviz' / 'arm.rviz')
+                            .read_text())['Visualization Manager']
+    displays = {d['Class']: d for d in config['Displays']}
+    namespace = displays['rviz_default_plugins/InteractiveMarkers'][
+        'Interactive Markers Namespace']
+    assert namespace == '/ik_node' + target_markers.NAMESPACE.removeprefix('~')
+    assert displays['rviz_default_plugins/MarkerArray']['Topic']['Value'] == '/ik_node/markers'
+    tools = {tool['Class']: tool for tool in config['Tools']}
+    assert 'rviz_default_plugins/Interact' in tools, 'the tool that drags the marker'
+    assert tools['rviz_default_plugins/SetGoal']['Topic']['Value'] == '/goal_pose'
