@@ -1,10 +1,14 @@
 """
-Smooth target paths for demos and tests: figure eights and ellipses in a plane.
+Smooth target paths for demos and tests: figure eights, ellipses, a turning tool.
+
+Figure eights and ellipses lie in a plane; pointing_sweep turns a tool frame around its
+axis and back.
 
 Pure numpy (no ROS). Every path is a function of time, so a target stream can be
 sampled at any rate and replayed exactly.
 """
 
+from fabrik_ros.chain import rotation_about_axis
 import numpy as np
 
 
@@ -43,3 +47,34 @@ def ellipse(times: np.ndarray, center: np.ndarray, axes: np.ndarray, width: floa
     """
     return lissajous(times, center, axes, (width / 2.0, height / 2.0), (1, 1), period,
                      (phase, phase + np.pi / 2.0))
+
+
+def pointing_sweep(times: np.ndarray, rotation: np.ndarray, tilt: float, roll: float,
+                   period: float, turns: int = 2) -> np.ndarray:
+    """
+    Return tool frames (k, 3, 3) at ``times`` (k,) seconds: the tool's z axis circles.
+
+    Like a tool kept pointed at a point that spirals out of and back into its line of
+    sight: the z axis of ``rotation`` (3, 3) tilts away by up to ``tilt`` radians and back
+    (sin squared, no jerk at either end) while it goes ``turns`` times around its nominal
+    direction, and the tool rolls about its own axis by up to +-``roll`` radians. At t = 0
+    and t = ``period`` the frame is ``rotation``; times outside hold the ends.
+    """
+    fraction = np.clip(np.asarray(times, dtype=float) / period, 0.0, 1.0)
+    frames = []
+    for f in fraction:
+        azimuth = 2.0 * np.pi * turns * f
+        tilted = rotation_about_axis([np.cos(azimuth), np.sin(azimuth), 0.0],
+                                     tilt * np.sin(np.pi * f) ** 2)
+        rolled = rotation_about_axis([0.0, 0.0, 1.0], roll * np.sin(2.0 * np.pi * f))
+        frames.append(rotation @ tilted @ rolled)
+    return np.array(frames)
+
+
+def rotation_angles(reached: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Return the angles (radians, in [0, pi]) between rotations (..., 3, 3), pairwise."""
+    relative = np.swapaxes(target, -1, -2) @ reached
+    cosine = (np.trace(relative, axis1=-2, axis2=-1) - 1.0) / 2.0
+    sine = np.linalg.norm(relative - np.swapaxes(relative, -1, -2), axis=(-2, -1)) / (
+        2.0 * np.sqrt(2.0))
+    return np.arctan2(sine, cosine)
