@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from fabrik_ros.chain import quaternion_from_rotation, rotation_from_quaternion
 from fabrik_ros.ik import MAX_COORDINATE_M
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, TransformStamped
 import numpy as np
@@ -62,20 +63,16 @@ def quaternion_array(quaternion: Quaternion) -> np.ndarray:
     return xyzw / norm
 
 
-def rotation_matrix(xyzw: np.ndarray) -> np.ndarray:
-    """Return the (3, 3) rotation matrix of a unit quaternion x, y, z, w."""
-    x, y, z, w = xyzw
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def transform_point(translation: np.ndarray, xyzw: np.ndarray,
                     point: np.ndarray) -> np.ndarray:
     """Map a (3,) point through the rigid transform (translation, unit quaternion)."""
-    return rotation_matrix(xyzw) @ point + translation
+    return rotation_from_quaternion(xyzw) @ point + translation
+
+
+def transform_orientation(rotation: np.ndarray, xyzw: np.ndarray) -> np.ndarray:
+    """Turn a unit quaternion x, y, z, w by a transform's unit quaternion ``rotation``."""
+    return quaternion_from_rotation(rotation_from_quaternion(rotation)
+                                    @ rotation_from_quaternion(xyzw))
 
 
 def joint_state(names: Sequence[str], positions: np.ndarray, stamp: Time) -> JointState:
@@ -224,30 +221,6 @@ AXIS_COLOURS = (ColorRGBA(r=0.9, g=0.1, b=0.1, a=1.0),  # x red, y green, z blue
 FRAME_AXIS_LENGTH = 0.08  # metres
 TARGET_FRAME_WIDTH = 0.004  # metres: thin, so the reached frame shows through it
 REACHED_FRAME_WIDTH = 0.008  # metres
-
-
-def quaternion_from_rotation(rotation: np.ndarray) -> np.ndarray:
-    """
-    Return the unit quaternion x, y, z, w (w >= 0) of a (3, 3) rotation matrix.
-
-    Built from the largest of the four squared components (Shepperd), so it stays exact
-    near half turns, where the trace alone loses every digit.
-    """
-    r = np.asarray(rotation, dtype=float)
-    squares = 1.0 + np.array([r[0, 0] - r[1, 1] - r[2, 2], r[1, 1] - r[0, 0] - r[2, 2],
-                              r[2, 2] - r[0, 0] - r[1, 1], r[0, 0] + r[1, 1] + r[2, 2]])
-    largest = int(np.argmax(squares))
-    s = 2.0 * np.sqrt(squares[largest])  # 4 * that component
-    sums = (r[0, 1] + r[1, 0], r[0, 2] + r[2, 0], r[1, 2] + r[2, 1])
-    differences = (r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1])
-    xyzw = {
-        0: (s / 4.0, sums[0] / s, sums[1] / s, differences[0] / s),
-        1: (sums[0] / s, s / 4.0, sums[2] / s, differences[1] / s),
-        2: (sums[1] / s, sums[2] / s, s / 4.0, differences[2] / s),
-        3: (differences[0] / s, differences[1] / s, differences[2] / s, s / 4.0),
-    }[largest]
-    xyzw = np.array(xyzw)
-    return (xyzw if xyzw[3] >= 0.0 else -xyzw) / np.linalg.norm(xyzw)
 
 
 def pose_message(transform: np.ndarray) -> Pose:

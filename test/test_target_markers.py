@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Any
 
 from fabrik_ros import target_markers
-from fabrik_ros.messages import rotation_matrix
+from fabrik_ros.chain import rotation_from_quaternion
 from fabrik_ros.target_markers import pose_from_feedback, six_dof_marker, TargetMarkers
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 import numpy as np
@@ -34,7 +34,7 @@ def test_marker_has_six_axis_controls_turning_with_it_and_a_free_handle():
             assert control.interaction_mode == mode
             assert control.orientation_mode == InteractiveMarkerControl.INHERIT
             # A control acts along its own x axis: it must be the marker's axis.
-            control_x = rotation_matrix(quaternion(control.orientation))[:, 0]
+            control_x = rotation_from_quaternion(quaternion(control.orientation))[:, 0]
             assert np.allclose(control_x, np.eye(3)[index])
             assert np.linalg.norm(quaternion(control.orientation)) == pytest.approx(1.0)
     handle = controls['move_3d']
