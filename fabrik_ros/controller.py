@@ -35,7 +35,7 @@ import time
 from fabrik_ros.chain import Chain
 from fabrik_ros.command import CommandStream, joint_order, measured_positions
 from fabrik_ros.config import LIMIT_FIELDS, LIMITS_PREFIX, with_limit_overrides
-from fabrik_ros.ik import IkResult, IkSolver, ROOT_MODES
+from fabrik_ros.ik import IkResult, IkSolver, ORIENTATION_MODES, ROOT_MODES
 from fabrik_ros.motion import MotionLimits
 import numpy as np
 
@@ -43,7 +43,7 @@ import numpy as np
 SETTING_NAMES = ('tolerance', 'max_iterations', 'max_restarts', 'max_joint_step',
                  'target_timeout', 'feedback_timeout', 'target_window',
                  'default_max_velocity', 'default_max_acceleration', 'root', 'solve_timeout',
-                 'max_body_velocity')
+                 'max_body_velocity', 'orientation_mode', 'orientation_tolerance', 'tool_axis')
 # effector_weights.<effector>: the effector's weight in conflicts (0: the solver's default).
 WEIGHTS_PREFIX = 'effector_weights.'
 
@@ -53,9 +53,7 @@ class Target:
     """One effector's target in the base frame."""
 
     position: np.ndarray  # (3,) metres
-    # (4,) unit quaternion x, y, z, w, or None for position only. Carried for the
-    # orientation-aware solve; the controller solves positions only for now.
-    orientation: np.ndarray | None = None
+    orientation: np.ndarray | None = None  # (4,) unit quaternion x, y, z, w; None: position
 
 
 @dataclass(frozen=True)
@@ -75,6 +73,9 @@ class Settings:
     max_body_velocity: float = 0.5  # m/s of the free body's pose
     # effector name -> weight > 0; effectors not named get the solver's defaults
     effector_weights: Mapping[str, float] = field(default_factory=dict)
+    orientation_mode: str = 'full'  # what a target orientation fixes: full, axis, position
+    orientation_tolerance: float = 1e-3  # radians
+    tool_axis: tuple[float, float, float] = (0.0, 0.0, 1.0)  # tool frame, unit ('axis' mode)
 
     @classmethod
     def from_parameters(cls, model: Chain, values: Mapping[str, object]) -> Settings:
@@ -84,7 +85,8 @@ class Settings:
         `values` holds SETTING_NAMES, any joint_limits.<joint>.<field> overrides
         (position and velocity may only narrow the model) and effector_weights.<effector>
         (0: the solver's default). ValueError names what is unusable: an unknown joint,
-        field or effector, a widening, a bad acceleration, weight, root or timeout.
+        field or effector, a widening, a bad acceleration, weight, root or timeout, an
+        unknown orientation mode, a tool axis that is no direction.
         """
         limits = {name: value for name, value in values.items()
                   if name.startswith(LIMITS_PREFIX)}
@@ -104,6 +106,15 @@ class Settings:
         for name in ('solve_timeout', 'max_body_velocity'):
             if not 0.0 <= values[name] < math.inf:
                 raise ValueError(f'{name} must be a finite number >= 0, got {values[name]}')
+        mode = values['orientation_mode']
+        if mode not in ORIENTATION_MODES:
+            raise ValueError(f'orientation_mode must be one of {", ".join(ORIENTATION_MODES)}, '
+                             f'got {mode!r}')
+        axis = np.asarray(values['tool_axis'], dtype=float)
+        norm = float(np.linalg.norm(axis)) if axis.shape == (3,) else math.nan
+        if not 1e-9 < norm < math.inf:
+            raise ValueError('tool_axis must be a direction [x, y, z] in the tool frame, '
+                             f'got {list(values["tool_axis"])}')
         return cls(chain=chain,
                    motion=MotionLimits.create(chain.lower, chain.upper, velocity,
                                               acceleration, values['max_joint_step']),
@@ -115,14 +126,20 @@ class Settings:
                    target_window=float(values['target_window']),
                    root=values['root'], solve_timeout=float(values['solve_timeout']),
                    max_body_velocity=float(values['max_body_velocity']),
-                   effector_weights=effector_weights(chain, values))
+                   effector_weights=effector_weights(chain, values),
+                   orientation_mode=mode,
+                   orientation_tolerance=float(values['orientation_tolerance']),
+                   tool_axis=tuple((axis / norm).tolist()))
 
     def solver(self) -> IkSolver:
         """Return a solver for these settings (solve_timeout 0: no time budget)."""
         return IkSolver(self.chain, tolerance=self.tolerance,
                         max_iterations=self.max_iterations, max_restarts=self.max_restarts,
                         root=self.root, timeout=self.solve_timeout or None,
-                        effector_weights=self.effector_weights)
+                        effector_weights=self.effector_weights,
+                        orientation_mode=self.orientation_mode,
+                        orientation_tolerance=self.orientation_tolerance,
+                        tool_axis=self.tool_axis)
 
 
 def effector_weights(chain: Chain, values: Mapping[str, object]) -> dict[str, float]:
@@ -360,6 +377,12 @@ class IkController:
         return np.array([target.position if target is not None else [np.nan] * 3
                          for target in self.targets], dtype=float)
 
+    def target_orientations(self) -> np.ndarray:
+        """Return the (m, 4) target quaternions, NaN rows for effectors without one."""
+        return np.array([target.orientation if target is not None
+                         and target.orientation is not None else [np.nan] * 4
+                         for target in self.targets], dtype=float)
+
     def status(self, now: float, period: float) -> Status:
         """Return the diagnostics of the last `period` seconds (and start a new window)."""
         result = self.result
@@ -379,8 +402,10 @@ class IkController:
         else:
             level = 'OK' if result.reached else 'WARN'
             message = (f'{"target reached" if result.reached else "target out of reach"}, '
-                       f'{result.error:.4f} m from it')
+                       f'{result.error:.4f} m from it' + _angle_text(result))
         if result is not None:  # all of the last solve, whenever it was
+            if math.isfinite(result.orientation_error):
+                values['orientation_error_rad'] = f'{result.orientation_error:.6f}'
             values.update({
                 'reached': result.reached, 'error_m': f'{result.error:.6f}',
                 'iterations': result.iterations, 'restarts': result.restarts,
@@ -397,6 +422,8 @@ class IkController:
         if self.feedback:
             values['feedback_age_s'] = f'{now - self._measured_time:.3f}'
         values['tolerance_m'] = self.settings.tolerance
+        values['orientation_mode'] = self.settings.orientation_mode
+        values['orientation_tolerance_rad'] = self.settings.orientation_tolerance
         values['max_iterations'] = self.settings.max_iterations
         self._window_solves = 0
         self._window_max_seconds = self._solve_seconds if result is not None else 0.0
@@ -466,6 +493,11 @@ class IkController:
         if self._solver is None:
             self._solver = settings.solver()
         targets = self.target_positions()
+        orientations = self.target_orientations()
+        if settings.orientation_mode == 'position' or np.isnan(orientations).all():
+            orientations = None  # position-only: the solve exactly as without orientations
+        elif len(orientations) == 1:
+            orientations = orientations[0]
         # Closed loop: start from where the arm is when it is measured; the body from
         # where it is (its pose is not measured) or, open loop, where it is heading.
         seed = self.measured if self.feedback else stream.goal
@@ -474,7 +506,8 @@ class IkController:
         start = time.perf_counter()
         try:
             result = self._solver.solve(relative[0] if len(targets) == 1 else relative,
-                                        seed=stream.position if seed is None else seed)
+                                        seed=stream.position if seed is None else seed,
+                                        orientation=orientations)
         except ValueError as error:
             self._forget()  # refused targets must not block the next ones
             return self.refuse('solver', str(error))
@@ -500,7 +533,7 @@ class IkController:
             update.command = self._step()
         if not result.reached:
             update.warnings.append(('reach', 'target out of reach: stretched toward it, '
-                                    f'{result.error:.4f} m remaining'))
+                                    f'{result.error:.4f} m remaining' + _angle_text(result)))
         return update
 
     def _step(self) -> Command | None:
@@ -514,3 +547,10 @@ class IkController:
         if self._disabling and not np.any(stream.velocity):
             self.enabled = self._disabling = False  # at rest: from now on, silence
         return command
+
+
+def _angle_text(result: IkResult) -> str:
+    """Return ', N.NN deg off in orientation' for a solve with orientations, else ''."""
+    if not math.isfinite(result.orientation_error):
+        return ''
+    return f', {math.degrees(result.orientation_error):.2f} deg off in orientation'

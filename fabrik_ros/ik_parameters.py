@@ -43,6 +43,16 @@ NODE_PARAMETERS = {
         'End-effector links, one per branch of the chain', read_only=True)),
     'tolerance': (1e-4, descriptor(
         'Target reached when the tip is this close, metres', float_range=(1e-7, 1.0))),
+    'orientation_mode': ('full', descriptor(
+        'What the orientation of a PoseStamped target fixes: full (the tool frame takes it), '
+        'axis (the tool points along its tool_axis, the roll about that axis free) or '
+        'position (orientations ignored); PointStamped targets are position-only')),
+    'orientation_tolerance': (1e-3, descriptor(
+        'Target reached when the tool frame is also this close in angle, radians',
+        float_range=(1e-6, 3.14159))),
+    'tool_axis': ([0.0, 0.0, 1.0], descriptor(
+        "The tool's pointing axis in its tip link frame for orientation_mode axis, "
+        '[x, y, z], normalised')),
     'max_iterations': (100, descriptor(
         'Iteration cap of one solve', int_range=(1, 10000))),
     'target_window': (0.005, descriptor(

@@ -25,7 +25,8 @@ SLACK = 1e-9  # relative slack on floating-point comparisons
 BASE = {'tolerance': 1e-3, 'max_iterations': 20, 'max_restarts': 1, 'max_joint_step': math.inf,
         'target_timeout': 0.0, 'feedback_timeout': 0.3, 'target_window': 0.0,
         'default_max_velocity': 5.0, 'default_max_acceleration': 200.0, 'root': 'pinned',
-        'solve_timeout': 0.0, 'max_body_velocity': 0.5}
+        'solve_timeout': 0.0, 'max_body_velocity': 0.5, 'orientation_mode': 'full',
+        'orientation_tolerance': 1e-3, 'tool_axis': [0.0, 0.0, 1.0]}
 
 
 def serial_arm() -> Chain:
