@@ -6,19 +6,25 @@ Try it:
         -p joint_command_topic:=joint_states
     ros2 topic pub --once target_pose geometry_msgs/msg/PoseStamped \
         "{header: {frame_id: base_link},
-          pose: {position: {x: 0.3, z: 0.4}, orientation: {w: 1.0}}}"
+          pose: {position: {x: 0.3, z: 0.4}, orientation: {x: 1.0, w: 0.0}}}"  # tool down
 
 The node maps parameters, topics, services and timers onto an IkController
 (fabrik_ros.controller), which decides everything else: targets, enable/disable/hold,
 watchdogs, a tree's target window and the command stream, within the joint limits.
 With `root: free` it also publishes where the body went: TF odom_frame -> base_link on
 /tf (as tf2_ros's TransformBroadcaster does) and ~/body_pose.
+
+PoseStamped targets are full poses (orientation_mode says what their orientation fixes);
+a quaternion that is not unit is normalised, a zero, NaN/inf or overflowing one refused.
+PointStamped targets are positions only. With rviz_targets, an interactive marker per
+effector (fabrik_ros.target_markers, where interactive_markers is installed) is a target
+to drag in six degrees of freedom.
 """
 
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from fabrik_ros.chain import Chain
+from fabrik_ros.chain import Chain, rotation_from_quaternion
 from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMIT_FIELDS,
                                LIMITS_PREFIX, package_share_dir)
 from fabrik_ros.controller import (IkController, model_limits, SETTING_NAMES, Settings,
@@ -28,9 +34,12 @@ from fabrik_ros.ik_parameters import (check_timer_rate, COMMAND_JOINTS_DESCRIPTO
                                       HARDWARE_OUTPUTS, limit_descriptor, NODE_PARAMETERS,
                                       OUTPUTS, TIMER_RATES, weight_descriptor)
 from fabrik_ros.messages import (body_pose, body_transform, branch_paths, chain_markers,
-                                 diagnostic_array, joint_state, joint_trajectory, point_array,
-                                 quaternion_array, TargetError, transform_point)
+                                 diagnostic_array, frame_markers, joint_state, joint_trajectory,
+                                 point_array, pose_message, quaternion_array,
+                                 REACHED_FRAME_WIDTH, TARGET_FRAME_WIDTH, TargetError,
+                                 transform_orientation, transform_point)
 from fabrik_ros.node_main import run_node
+from fabrik_ros.target_markers import TargetMarkers
 from geometry_msgs.msg import PointStamped, PoseStamped
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
@@ -57,6 +66,7 @@ except ImportError:
     TFMessage = None
 
 DIAGNOSTICS_PERIOD = 1.0  # seconds
+TARGET_MARKER_SCALE = 0.25  # of the longest reach: the size of the draggable targets
 WARNING_THROTTLE = 2.0  # seconds between repeats of one kind of warning
 LEVELS = {'OK': DiagnosticStatus.OK, 'WARN': DiagnosticStatus.WARN}
 # A trajectory point due at once would make a JointTrajectoryController jump to it.
@@ -98,6 +108,8 @@ class IkNode(Node):
         self._refusal_logged: dict[str, float] = {}  # kind of message -> monotonic seconds
         self._effector_topics: set[str] = set()
         self._description = ''  # the last robot_description taken from the topic
+        self._rviz_targets = param('rviz_targets')
+        self._target_markers: TargetMarkers | None = None
 
         self._command_pubs = {
             output: self.create_publisher(msg_type, topic, 10) for output, msg_type, topic in (
@@ -121,7 +133,7 @@ class IkNode(Node):
             self._tf_listener = TransformListener(self._tf_buffer, self)
 
         self.create_subscription(PoseStamped, 'target_pose', self._on_pose, TARGET_QOS)
-        if param('rviz_targets'):
+        if self._rviz_targets:
             self.create_subscription(PoseStamped, 'goal_pose', self._on_pose, TARGET_QOS)
             self.create_subscription(PointStamped, 'clicked_point', self._on_point, TARGET_QOS)
         if self._feedback_topic:
@@ -146,6 +158,12 @@ class IkNode(Node):
                                      DESCRIPTION_QOS)
         else:
             self._use_chain(chain)
+
+    def destroy_node(self) -> None:
+        """Take the draggable targets out of RViz first, while the node can still say so."""
+        if self._target_markers is not None:
+            self._target_markers.shutdown()
+        super().destroy_node()
 
     def _param(self, name: str) -> object:
         return self.get_parameter(name).value
@@ -262,8 +280,24 @@ class IkNode(Node):
                 self.create_subscription(
                     PoseStamped, f'{name}/target_pose',
                     lambda msg, index=index: self._on_pose(msg, index), TARGET_QOS)
+        if self._rviz_targets:
+            self._show_target_markers(model, controller)
         self.get_logger().info(f'chain {model.base_link} -> {", ".join(model.effector_names)}: '
                                f'{len(model.joint_names)} joints')
+
+    def _show_target_markers(self, model: Chain, controller: IkController) -> None:
+        """(Re)start the draggable targets, one per effector, at the commanded tool frames."""
+        if self._target_markers is not None:
+            self._target_markers.shutdown()
+        q = controller.stream.position
+        frames = model.effector_poses(model.neutral() if q is None else q)
+        reach = float(np.max(np.linalg.norm(frames[:, :3, 3], axis=1)))
+        if self._free:
+            frames[:, :3, 3] += controller.body
+        self._target_markers = TargetMarkers.start(
+            self, self._odom_frame if self._free else self._base_link, model.effector_names,
+            [pose_message(f) for f in frames], max(TARGET_MARKER_SCALE * reach, 0.05),
+            self._on_dragged)
 
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a change as a whole; commit it only when all of it is usable."""
@@ -306,14 +340,19 @@ class IkNode(Node):
 
     # ---- targets, feedback, services ------------------------------------------------
 
-    def _on_pose(self, msg: PoseStamped, effector: int | None = None) -> None:
+    def _on_pose(self, msg: PoseStamped, effector: int | None = None,
+                 dragged: bool = False) -> None:
+        """Take a full pose (its orientation normalised) for `effector`, None: nearest."""
         try:
-            quaternion_array(msg.pose.orientation)  # solved for position only; still checked
+            orientation = quaternion_array(msg.pose.orientation)
             position = point_array(msg.pose.position)
         except TargetError as error:
             self._refuse('message', str(error))
             return
-        self._on_target(position, msg.header, effector)
+        self._on_target(Target(position, orientation), msg.header, effector, dragged)
+
+    def _on_dragged(self, msg: PoseStamped, effector: int) -> None:
+        self._on_pose(msg, effector, dragged=True)
 
     def _on_point(self, msg: PointStamped) -> None:
         try:
@@ -321,36 +360,50 @@ class IkNode(Node):
         except TargetError as error:
             self._refuse('message', str(error))
             return
-        self._on_target(position, msg.header, None)
+        self._on_target(Target(position), msg.header, None)
 
-    def _on_target(self, position: np.ndarray, header: Header, effector: int | None) -> None:
-        """Hand a target to the controller in its frame; `effector` None: the nearest."""
-        if self._controller is None:
+    def _on_target(self, target: Target, header: Header, effector: int | None,
+                   dragged: bool = False) -> None:
+        """
+        Hand a target to the controller in its frame; `effector` None: the nearest.
+
+        A target from a topic also moves that effector's draggable marker (not one that
+        came from dragging it), so the marker shows the target in force.
+        """
+        controller = self._controller
+        if controller is None:
             self._refuse('state', 'no chain yet (waiting for robot_description)')
             return
-        position = self._in_target_frame(position, header.frame_id)
-        if position is None:
+        target = self._in_target_frame(target, header.frame_id)
+        if target is None:
             return
         age = None  # unstamped targets count as new
         if header.stamp.sec or header.stamp.nanosec:
             age = (self.get_clock().now() - Time.from_msg(header.stamp)).nanoseconds * 1e-9
-        self._apply(self._controller.on_target(effector, Target(position), time.monotonic(),
-                                               age))
-        if self._controller.solve_due is not None and self._window_timer.is_canceled():
+        self._apply(controller.on_target(effector, target, time.monotonic(), age))
+        if controller.solve_due is not None and self._window_timer.is_canceled():
             self._window_timer.reset()
+        if self._target_markers is not None and not dragged and target in controller.targets:
+            index = next(i for i, taken in enumerate(controller.targets) if taken is target)
+            shown = controller.settings.chain.tip_pose(controller.stream.position, index)
+            shown[:3, 3] = target.position
+            if target.orientation is not None:
+                shown[:3, :3] = rotation_from_quaternion(target.orientation)
+            self._target_markers.move(index, pose_message(shown))
 
-    def _in_target_frame(self, position: np.ndarray, frame_id: str) -> np.ndarray | None:
+    def _in_target_frame(self, target: Target, frame_id: str) -> Target | None:
         """
-        Return the position in the controller's frame, None if refused.
+        Return the target in the controller's frame, None if refused.
 
         That frame is the base link, or odom_frame with a free root ('' is that frame); a
-        free root takes base_link targets where the body is as they arrive.
+        free root takes base_link targets where the body is as they arrive (the body only
+        translates: orientations stay as they are).
         """
         frame = self._odom_frame if self._free else self._base_link
         if frame_id in ('', frame):
-            return position
+            return target
         if self._free and frame_id == self._base_link:
-            return position + self._controller.body
+            return Target(target.position + self._controller.body, target.orientation)
         if self._tf_buffer is None:
             self._refuse('frame', f"frame '{frame_id}' is not the target frame "
                          f"'{frame}' and tf2_ros is not installed to transform it")
@@ -361,9 +414,12 @@ class IkNode(Node):
             self._refuse('frame', f"no transform from '{frame_id}' to '{frame}': {error}")
             return None
         translation, rotation = transform.transform.translation, transform.transform.rotation
-        return transform_point(
-            np.array([translation.x, translation.y, translation.z]),
-            np.array([rotation.x, rotation.y, rotation.z, rotation.w]), position)
+        turn = np.array([rotation.x, rotation.y, rotation.z, rotation.w])
+        return Target(
+            transform_point(np.array([translation.x, translation.y, translation.z]), turn,
+                            target.position),
+            None if target.orientation is None
+            else transform_orientation(turn, target.orientation))
 
     def _refuse(self, kind: str, reason: str) -> None:
         """Count (once there is a controller) and log a target refused by the node."""
@@ -454,17 +510,43 @@ class IkNode(Node):
         if (controller is None or controller.stream.position is None
                 or self._marker_pub.get_subscription_count() == 0):
             return
-        kinematics = controller.settings.chain.forward(controller.stream.position)
+        self._marker_pub.publish(self._markers(controller))
+
+    def _markers(self, controller: IkController) -> MarkerArray:
+        """Draw the commanded chain, the targets and, where oriented, both tool frames."""
+        chain, q = controller.settings.chain, controller.stream.position
+        kinematics = chain.forward(q)
         errors = (np.full(len(self._paths), np.nan) if controller.result is None
                   else controller.result.errors)
         reached = [not error > controller.settings.tolerance for error in errors]  # NaN: none
         body = controller.body if self._free else None
         offset = np.zeros(3) if body is None else body
-        self._marker_pub.publish(chain_markers(
-            self._odom_frame if self._free else self._base_link,
-            self.get_clock().now().to_msg(), kinematics.positions + offset,
-            kinematics.effectors + offset, self._paths, controller.target_positions(),
-            reached, body))
+        frame = self._odom_frame if self._free else self._base_link
+        stamp = self.get_clock().now().to_msg()
+        markers = chain_markers(frame, stamp, kinematics.positions + offset,
+                                kinematics.effectors + offset, self._paths,
+                                controller.target_positions(), reached, body)
+        # Tool frames as axes where a target's orientation counts: the target's (thin) and
+        # the one the commanded joints reach.
+        oriented = [target is not None and target.orientation is not None
+                    and controller.settings.orientation_mode != 'position'
+                    for target in controller.targets]
+        if any(oriented):
+            targets = np.full((len(oriented), 4, 4), np.nan)
+            reached_frames = np.full((len(oriented), 4, 4), np.nan)
+            tools = chain.effector_poses(q)
+            tools[:, :3, 3] += offset
+            for index, target in enumerate(controller.targets):
+                if oriented[index]:
+                    targets[index] = np.eye(4)
+                    targets[index, :3, :3] = rotation_from_quaternion(target.orientation)
+                    targets[index, :3, 3] = target.position
+                    reached_frames[index] = tools[index]
+            markers.markers += frame_markers(frame, stamp, 'target_frames', targets,
+                                             TARGET_FRAME_WIDTH)
+            markers.markers += frame_markers(frame, stamp, 'reached_frames', reached_frames,
+                                             REACHED_FRAME_WIDTH)
+        return markers
 
     def _publish_diagnostics(self) -> None:
         if self._controller is None:

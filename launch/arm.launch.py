@@ -7,15 +7,17 @@ Launch the IK node with a simulated arm, robot_state_publisher and RViz.
 
 Then click RViz's Publish Point tool in the scene, or:
     ros2 topic pub --once target_pose geometry_msgs/msg/PoseStamped \
-        "{header: {frame_id: base_link}, pose: {position: {x: 0.3, z: 0.4}}}"
+        "{header: {frame_id: base_link},
+          pose: {position: {x: 0.3, z: 0.4}, orientation: {x: 1.0, w: 0.0}}}"  # tool down
 
 Topics with sim:=true: ik_node publishes its commands on `joint_commands`; sim_arm follows
 them within the joint velocity limits and publishes the measured `joint_states`, which
 robot_state_publisher turns into TF. With sim:=false, ik_node publishes its commands on
 `joint_states` directly (unless the config names a joint_command_topic or feedback_topic).
-With RViz, ik_node takes RViz's Publish Point and 2D Goal Pose as targets (rviz_targets),
-unless the config drives hardware (joint_trajectory or forward_command outputs) or sets
-rviz_targets itself; under a namespace, RViz publishes them in it.
+With RViz, ik_node takes RViz's Publish Point, 2D Goal Pose and its draggable interactive
+marker as targets (rviz_targets), unless the config drives hardware (joint_trajectory or
+forward_command outputs) or sets rviz_targets itself; under a namespace, RViz publishes
+them in it.
 """
 
 from pathlib import Path
@@ -31,7 +33,10 @@ from launch_ros.parameter_descriptions import ParameterValue
 
 PACKAGE = 'fabrik_ros'
 # Topics in rviz/arm.rviz, moved under the namespace when one is given.
-RVIZ_TOPICS = ('/robot_description', '/ik_node/markers', '/goal_pose', '/clicked_point')
+# The draggable target's server (fabrik_ros.target_markers) is two topics and a service.
+RVIZ_TOPICS = ('/robot_description', '/ik_node/markers', '/goal_pose', '/clicked_point',
+               '/ik_node/target/update', '/ik_node/target/feedback',
+               '/ik_node/target/get_interactive_markers')
 HARDWARE_OUTPUTS = {'joint_trajectory', 'forward_command'}  # ros2_control controllers
 
 

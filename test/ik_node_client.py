@@ -36,6 +36,7 @@ ARM = {
     'chain.segment_length': [0.2],
     'chain.joint_type': 'two_axis',
     'tolerance': 1e-4,
+    'orientation_mode': 'position',  # targets are points here; full poses: the shipped configs
     'joint_command_topic': 'joint_states',  # the node alone: its commands are the state
     'rviz_targets': True,
     'publish_rate': 0.0,  # JointState only when a target is solved: silence means no motion

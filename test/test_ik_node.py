@@ -9,8 +9,10 @@ parameter changes apply to the next solve; namespaced nodes keep to themselves.
 import math
 import time
 
+from fabrik_ros.chain import quaternion_from_rotation
 from fabrik_ros.config import chain_from_parameters, load_config
 from fabrik_ros.messages import REACHED_COLOUR, UNREACHED_COLOUR
+from fabrik_ros.paths import rotation_angles
 from ik_node_client import (assert_reaches, chain_fixture, client_fixture,  # noqa: F401
                             DISCOVERY_TIMEOUT, MM, POSE_REACHED, random_pose,
                             REPLY_TIMEOUT, REPO_ROOT, start_arm, start_config, tip_error)
@@ -27,11 +29,18 @@ def test_pose_target_is_reached_within_a_millimetre_within_a_second(start_node, 
 
 
 @pytest.mark.parametrize('config', ['arm.yaml', 'tentacle.yaml'])
-def test_shipped_config_reaches_random_reachable_targets(start_node, client, config):
+def test_shipped_config_reaches_random_reachable_poses(start_node, client, config):
+    """Full poses (orientation_mode full, the default): the tool frame arrives too."""
     chain = start_config(start_node, client, config)
     random = np.random.default_rng(7)
     for _ in range(3):
-        assert_reaches(client, chain, chain.tip_position(random_pose(chain, random, 1.0)))
+        frame = chain.tip_pose(random_pose(chain, random, 1.0))
+        quaternion = tuple(quaternion_from_rotation(frame[:3, :3]).tolist())
+        command = assert_reaches(client, chain, frame[:3, 3], lambda xyz: client.send_pose(
+            xyz, quaternion=quaternion))
+        q = np.array([dict(zip(command.name, command.position))[name]
+                      for name in chain.joint_names])
+        assert rotation_angles(chain.tip_pose(q)[:3, :3], frame[:3, :3]) <= math.radians(1.0)
 
 
 @pytest.mark.parametrize('source', ['topic', 'parameter'])
@@ -239,10 +248,12 @@ def test_two_effectors_commanded_at_once(start_node, client):
     chain = start_config(start_node, client, 'dual_arm.yaml')
     random = np.random.default_rng(11)
     for _ in range(2):
-        targets = chain.effector_positions(random_pose(chain, random, 0.8))  # reachable
+        frames = chain.effector_poses(random_pose(chain, random, 0.8))  # reachable poses
+        targets = frames[:, :3, 3]
         received = client.joint_states['']
-        for name, target in zip(chain.effector_names, targets):
-            client.send_pose(target, topic=f'{name}/target_pose')
+        for name, frame in zip(chain.effector_names, frames):
+            client.send_pose(frame[:3, 3], topic=f'{name}/target_pose',
+                             quaternion=tuple(quaternion_from_rotation(frame[:3, :3])))
 
         def both_reached() -> bool:
             if not received:
@@ -292,10 +303,12 @@ def test_targets_that_arrive_together_are_solved_once(start_node, client, config
     received = client.joint_states['']
     random = np.random.default_rng(5)
     for burst in range(4):
-        targets = chain.effector_positions(random_pose(chain, random, 0.5))  # reachable
+        frames = chain.effector_poses(random_pose(chain, random, 0.5))  # reachable poses
+        targets = frames[:, :3, 3]
         before = len(received)
-        for topic, target in zip(topics, targets):
-            client.send_pose(target, frame=chain.base_link, topic=topic)
+        for topic, frame in zip(topics, frames):
+            client.send_pose(frame[:3, 3], frame=chain.base_link, topic=topic,
+                             quaternion=tuple(quaternion_from_rotation(frame[:3, :3])))
 
         def all_reached() -> bool:
             if len(received) == before:

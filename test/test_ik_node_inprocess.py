@@ -17,6 +17,7 @@ from typing import Any
 
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import load_config
+from fabrik_ros.controller import Target
 from fabrik_ros.ik_node import IkNode, TFMessage
 from fabrik_ros.node_main import run_node
 from fabrik_ros.sim_arm import SimArm
@@ -180,7 +181,7 @@ def test_joint_states_carry_the_mimic_followers(make_node):
     node._command_pubs['joint_state'].publish = published.append
     chain = node._model
     target = chain.tip_position(chain.clip([0.1, 0.05, 0.6]))
-    node._on_target(target, Header(frame_id='palm'), None)
+    node._on_target(Target(target), Header(frame_id='palm'), None)
     message = published[-1]
     assert message.name == chain.all_joint_names
     assert {'pip_flex', 'dip_flex'} <= set(message.name)
@@ -221,7 +222,7 @@ def test_a_free_body_is_published_in_the_odometry_frame(make_node):
     shift = np.array([0.3, 0.0, 0.0])
     feet = chain.effector_positions(chain.neutral()) + [0.0, 0.0, -0.1]
     for index, foot in enumerate(feet + shift):
-        node._on_target(foot, Header(frame_id='odom'), index)
+        node._on_target(Target(foot), Header(frame_id='odom'), index)
     node._on_window()  # the spider's targets of one moment, solved together
     assert controller.result.reached and controller.body_goal[0] > 0.25
     controller._body_time -= 10.0  # as if the body had had 10 s to get there
@@ -233,5 +234,5 @@ def test_a_free_body_is_published_in_the_odometry_frame(make_node):
         transform = transforms[-1].transforms[0]
         assert (transform.header.frame_id, transform.child_frame_id) == ('odom', 'body')
     # A target in the base frame is taken where the body is now.
-    node._on_target(feet[0], Header(frame_id='body'), 0)
+    node._on_target(Target(feet[0]), Header(frame_id='body'), 0)
     assert np.allclose(controller.targets[0].position, feet[0] + controller.body)
