@@ -13,27 +13,64 @@ The README pictures come from real runs, regenerated with (from the repository r
 
 Left: a 3D view with the measured chain at a few moments of the last lap of the moving
 phase (faded oldest to newest), the final stretched pose toward the out-of-reach targets,
-the target paths (dashed) and the measured tip paths. Right: the measured tip's distance
-from its target over time, per phase. A free body's path is drawn too (the chain hangs from
-it). Needs matplotlib (``pip install matplotlib``); no ROS.
+the target paths (dashed) and the measured tip paths; where the tool turned ('orienting'
+phase), its measured frame and the target frame as red/green/blue axes at a few moments.
+Right: the measured tip's distance from its target over time, per phase, and the angle
+between the measured and the target tool frames. A free body's path is drawn too (the
+chain hangs from it). Needs matplotlib (``pip install matplotlib``); no ROS.
 """
 
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from fabrik_ros.paths import rotation_angles
 import numpy as np
 
 SNAPSHOTS = 5  # poses drawn along the moving phase
+FRAME_SNAPSHOTS = 6  # tool frames drawn along the orienting phase
+FRAME_SIZE = 0.08  # metres: length of a drawn tool frame axis
 SMOOTHING = 0.25  # seconds of the error plot's rolling median
 VIEW_ELEVATION = 20.0  # degrees
 VIEW_OFFSET = 35.0  # degrees of azimuth off the line from the base to the paths
-PHASE_COLOURS = ('#e8f1fb', '#eef7ea', '#fbeaea')  # moving, holding, out of reach
+PHASE_COLOURS = {'moving': '#e8f1fb', 'orienting': '#f3ecfa', 'holding': '#eef7ea',
+                 'out of reach': '#fbeaea'}
+AXIS_COLOURS = ('#d62728', '#2ca02c', '#1f77b4')  # x, y, z
 CHAIN_COLOUR = '#1f4e79'
 STRETCHED_COLOUR = '#c0392b'
 TARGET_COLOUR = '#e67e22'
 TIP_COLOUR = '#27ae60'
 BODY_COLOUR = '#8e44ad'
+ANGLE_COLOUR = '#16a085'
+
+
+def phase_mask(run: dict, name: str) -> np.ndarray:
+    """Return which samples are in the phase called ``name`` (none if the run has none)."""
+    names = [str(n) for n in run['phase_names']]
+    return run['phase'] == names.index(name) if name in names else np.zeros_like(
+        run['phase'], dtype=bool)
+
+
+def orientation_errors(run: dict) -> np.ndarray:
+    """
+    Return per sample the largest angle (radians) of a measured tool frame off its target.
+
+    NaN where the targets have no orientation (and for recordings made before orientations).
+    """
+    if 'target_rotations' not in run:
+        return np.full(len(run['t']), np.nan)
+    targets = run['target_rotations']
+    angles = rotation_angles(run['effector_rotations'], np.nan_to_num(targets))  # (k, m)
+    angles[np.isnan(targets).any(axis=(2, 3))] = np.nan
+    return np.array([np.nanmax(a) if np.isfinite(a).any() else np.nan for a in angles])
+
+
+def draw_frame(ax, origin: np.ndarray, rotation: np.ndarray, width: float,
+               alpha: float) -> None:
+    """Draw a tool frame as red/green/blue axes of FRAME_SIZE metres."""
+    for axis, colour in zip(rotation.T, AXIS_COLOURS):
+        ax.plot(*np.array([origin, origin + FRAME_SIZE * axis]).T, color=colour,
+                linewidth=width, alpha=alpha)
 
 
 def link_segments(joint_positions: np.ndarray, joint_parents: np.ndarray,
@@ -62,9 +99,9 @@ def draw_pose(ax, run: dict, index: int, colour: str, alpha: float) -> None:
 
 
 def draw_scene(ax, run: dict) -> None:
-    """Draw the 3D view: poses, target and tip paths, the out-of-reach target."""
+    """Draw the 3D view: poses, target and tip paths, tool frames, the out-of-reach target."""
     phase, t = run['phase'], run['t']
-    moving = np.flatnonzero(phase == 0)
+    moving = np.flatnonzero(phase_mask(run, 'moving'))
     # Spread over the last lap, so periodic paths show different poses.
     end = t[moving[-1]]
     times = np.linspace(max(end - float(run['period']), t[moving[0]]), end, SNAPSHOTS,
@@ -73,7 +110,8 @@ def draw_scene(ax, run: dict) -> None:
         index = moving[np.argmin(np.abs(t[moving] - moment))]
         draw_pose(ax, run, index, CHAIN_COLOUR, 0.25 + 0.6 * rank / max(SNAPSHOTS - 1, 1))
     draw_pose(ax, run, len(phase) - 1, STRETCHED_COLOUR, 0.9)
-    on_path = phase < 2
+    draw_tool_frames(ax, run)
+    on_path = ~phase_mask(run, 'out of reach')
     for effector in range(run['targets'].shape[1]):
         ax.plot(*run['effector_positions'][on_path, effector].T, color=TIP_COLOUR,
                 linewidth=3.0, alpha=0.5, label='measured tip' if effector == 0 else None)
@@ -101,6 +139,19 @@ def draw_scene(ax, run: dict) -> None:
     ax.legend(loc='upper left', fontsize=8)
 
 
+def draw_tool_frames(ax, run: dict) -> None:
+    """Draw the first tool's measured (thick) and target (thin) frames while orienting."""
+    orienting = np.flatnonzero(phase_mask(run, 'orienting'))
+    if not len(orienting) or 'target_rotations' not in run:
+        return
+    for index in orienting[np.linspace(0, len(orienting) - 1, FRAME_SNAPSHOTS).astype(int)]:
+        draw_frame(ax, run['effector_positions'][index, 0],
+                   run['effector_rotations'][index, 0], 2.5, 0.9)
+        draw_frame(ax, run['targets'][index, 0], run['target_rotations'][index, 0], 1.0, 0.6)
+    ax.plot([], [], color=AXIS_COLOURS[2], linewidth=2.5,
+            label='tool frame x/y/z (thin: target), orienting')
+
+
 def rolling_median(values: np.ndarray, window: int) -> np.ndarray:
     """Return the median of each value and up to ``window - 1`` before it."""
     return np.array([np.median(values[max(0, i - window + 1):i + 1])
@@ -115,7 +166,7 @@ def draw_errors(ax, run: dict) -> None:
     for index, name in enumerate(run['phase_names']):
         inside = t[phase == index]
         if len(inside):
-            ax.axvspan(inside[0], inside[-1], color=PHASE_COLOURS[index], label=str(name))
+            ax.axvspan(inside[0], inside[-1], color=PHASE_COLOURS[str(name)], label=str(name))
     floor = 1e-4  # mm: exact hits would vanish from a log axis
     window = max(1, int(SMOOTHING / np.median(np.diff(t)))) if len(t) > 1 else 1
     ax.semilogy(t, np.maximum(errors, floor), color=CHAIN_COLOUR, linewidth=0.5, alpha=0.35,
@@ -128,6 +179,13 @@ def draw_errors(ax, run: dict) -> None:
     ax.set_ylabel('measured tip to target [mm]')
     ax.grid(True, which='major', alpha=0.4)
     ax.legend(loc='upper left', fontsize=8)
+    angles = np.degrees(orientation_errors(run))
+    if np.isfinite(angles).any():
+        twin = ax.twinx()
+        twin.semilogy(t, np.maximum(rolling_median(angles, window), floor), color=ANGLE_COLOUR,
+                      linewidth=1.4, label=f'tool frame off target, median over {SMOOTHING:g} s')
+        twin.set_ylabel('measured tool frame to target [deg]', color=ANGLE_COLOUR)
+        twin.legend(loc='upper right', fontsize=8)
 
 
 def render(recording: Path, output: Path) -> None:
