@@ -383,8 +383,9 @@ class IkNode(Node):
         self._apply(controller.on_target(effector, target, time.monotonic(), age))
         if controller.solve_due is not None and self._window_timer.is_canceled():
             self._window_timer.reset()
-        if self._target_markers is not None and not dragged and target in controller.targets:
-            index = next(i for i, taken in enumerate(controller.targets) if taken is target)
+        # The effector that took it (the nearest, for effector None); none if it was refused.
+        index = next((i for i, taken in enumerate(controller.targets) if taken is target), None)
+        if self._target_markers is not None and not dragged and index is not None:
             shown = controller.settings.chain.tip_pose(controller.stream.position, index)
             shown[:3, 3] = target.position
             if target.orientation is not None:

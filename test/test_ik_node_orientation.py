@@ -136,6 +136,21 @@ def test_markers_show_the_target_and_reached_tool_frames(make_node):
     assert target.scale.x < reached.scale.x, 'the thin target frame lets the reached one show'
     node._on_point(PointStamped())  # position-only now: no frames
     assert not [m for m in node._markers(node._controller).markers if 'frames' in m.ns]
+    node.set_parameters([Parameter('orientation_mode', value='position')])
+    node._on_pose(pose_message(goal))  # orientations ignored: no frames either
+    assert not [m for m in node._markers(node._controller).markers if 'frames' in m.ns]
+
+
+def test_a_tree_with_draggable_targets_takes_targets_for_each_effector(make_node):
+    """The marker of the effector that took a target follows it (none: no server here)."""
+    node = make_node(robot_description_file='urdf/dual_arm.urdf',
+                     tip_links=['left_tool', 'right_tool'], rviz_targets=True,
+                     target_window=0.0)
+    frames = node._model.effector_poses(node._model.neutral())
+    for index in (1, 0):
+        node._on_pose(pose_message(frames[index]), index)
+    assert [target.position.tolist() for target in node._controller.targets] == [
+        frames[0][:3, 3].tolist(), frames[1][:3, 3].tolist()]
 
 
 def test_the_draggable_target_is_served_with_rviz_targets(make_node):
