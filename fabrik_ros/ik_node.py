@@ -16,7 +16,8 @@ With `root: free` it also publishes where the body went: TF odom_frame -> base_l
 
 PoseStamped targets are full poses (orientation_mode says what their orientation fixes);
 a quaternion that is not unit is normalised, a zero, NaN/inf or overflowing one refused.
-PointStamped targets are positions only. With rviz_targets, an interactive marker per
+PointStamped targets and RViz's 2D Goal Pose (a heading on the ground, not a tool
+orientation) are positions only. With rviz_targets, an interactive marker per
 effector (fabrik_ros.target_markers, where interactive_markers is installed) is a target
 to drag in six degrees of freedom.
 """
@@ -134,7 +135,7 @@ class IkNode(Node):
 
         self.create_subscription(PoseStamped, 'target_pose', self._on_pose, TARGET_QOS)
         if self._rviz_targets:
-            self.create_subscription(PoseStamped, 'goal_pose', self._on_pose, TARGET_QOS)
+            self.create_subscription(PoseStamped, 'goal_pose', self._on_goal_pose, TARGET_QOS)
             self.create_subscription(PointStamped, 'clicked_point', self._on_point, TARGET_QOS)
         if self._feedback_topic:
             self.create_subscription(JointState, self._feedback_topic, self._on_feedback,
@@ -353,6 +354,10 @@ class IkNode(Node):
 
     def _on_dragged(self, msg: PoseStamped, effector: int) -> None:
         self._on_pose(msg, effector, dragged=True)
+
+    def _on_goal_pose(self, msg: PoseStamped) -> None:
+        """Take RViz's 2D Goal Pose by its position: its arrow is a heading on the ground."""
+        self._on_point(PointStamped(header=msg.header, point=msg.pose.position))
 
     def _on_point(self, msg: PointStamped) -> None:
         try:

@@ -2,7 +2,8 @@
 The IK node with full poses, built in this process: orientations in, tool frames shown.
 
 Specification (issue #8): PoseStamped orientations are honoured (target_pose, per-effector
-topics, goal_pose), PointStamped is position-only; a zero, non-finite or overflowing
+topics), PointStamped and RViz's 2D Goal Pose (goal_pose: a heading on the ground) are
+position-only; a zero, non-finite or overflowing
 quaternion is refused, a non-unit one normalised; orientation_mode, orientation_tolerance
 and tool_axis are validated like every parameter; the markers show the target and reached
 tool frames; the draggable target is served where interactive_markers is installed.
@@ -174,3 +175,15 @@ def test_the_draggable_target_is_served_with_rviz_targets(make_node):
     assert np.allclose(np.abs(quaternion_from_rotation(elsewhere[:3, :3]) @ [
         shown.orientation.x, shown.orientation.y, shown.orientation.z, shown.orientation.w]),
         1.0)
+
+
+def test_a_2d_goal_pose_is_reached_by_its_position(make_node):
+    """A 2D Goal Pose from RViz lies on the ground, z up: its position is the target."""
+    node = make_node(rviz_targets=True)
+    position = node._model.tip_position(POSE)
+    msg = pose_message(np.eye(4))
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = position.tolist()
+    node._on_goal_pose(msg)
+    target = node._controller.targets[0]
+    assert target.orientation is None
+    np.testing.assert_allclose(target.position, position)
