@@ -85,6 +85,8 @@ _LIMIT_PUSH = 0.2       # a solve's first closing step undoes this much of a joi
 # minimum (the wrong wrist or elbow branch, a joint limit): a restart is cheaper than
 # creeping on.
 _POSE_STALL = 0.1
+_SADDLE_EXCESS = 0.5    # of the reach: out of reach, an attempt this far above its floor may
+#                         sit on a saddle (pointing away) and converges strictly, nudge next
 _NUDGE = 0.1            # radians: how far a retry out of reach turns each joint
 _RESTART_SEED = 20111   # fixed, so solves are reproducible
 _RESTART_ERROR = 10.0   # tolerances: default restart_error ...
@@ -1530,8 +1532,9 @@ class IkSolver:
         patience = self.restart_error if tracking else self.tolerance
         if stretch or solve.best_fit.miss > patience:   # else no restart would start
             self._explore(solve, start, stretch, patience, unreachable_after)
-        if solve.best_error > self.tolerance and not stretch:
-            # Explored attempts stopped early (see _EXPLORE_STALL); out of reach they did not.
+        if solve.best_error > self.tolerance and solve.best_fit.excess > _STALL * self.tolerance:
+            # Explored attempts stopped early (see _EXPLORE_STALL), and so did the first
+            # attempt out of reach (its nudged retry would only creep down the same tail).
             solve.attempt(solve.best, polish=True)
 
     def _explore(self, solve: _Solve, start: _State, stretch: bool, patience: float,
@@ -1903,8 +1906,9 @@ class _Solve:
             self.fabrik_error = fit.error
         damping = _DAMPING_START
         closing = 0
-        # Out of reach there are no seeds to explore (one nudge at most): converge strictly.
-        explore = 0.0 if polish or self.stretch else _EXPLORE_STALL
+        # Out of reach the first attempt stops early like an explored one: the nudged retry
+        # (see IkSolver._explore) and the polish after it converge strictly.
+        explore = 0.0 if polish or (self.stretch and self.restarts) else _EXPLORE_STALL
         while self._open(fit) and self.has_budget():
             # The first closing step of an attempt also steers the redundancy away from limits.
             step = self._closing_step(state, fit, damping, steer=closing == 0)
@@ -1923,6 +1927,8 @@ class _Solve:
             if self.orientations is not None and explore and closing > 1 \
                     and fit.error > solver.restart_error:
                 stall = max(explore, _POSE_STALL)
+            if self.stretch and fit.excess > _SADDLE_EXCESS * solver.reach:
+                stall = 0.0     # maybe a saddle: the nudged retry must start from it
             if gained < _STALL * tolerance + _STALL_RELATIVE * error + stall * excess:
                 break
         return fit.miss

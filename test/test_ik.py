@@ -263,6 +263,22 @@ class TestOutOfReach:
                 q = arm.clip(q)
                 assert tip_error(arm, q, target) >= result.error - 1e-5
 
+    @pytest.mark.parametrize('urdf', ['arm.urdf', 'offset_arm.urdf'])
+    def test_far_targets_end_converged_where_solving_again_gains_nothing(self, urdf):
+        # The first attempt out of reach stops early; the nudged retry and a polish finish
+        # (to the closing step's linear tail out of reach: 0.1 % of the reach).
+        arm = Chain.from_urdf((REPO / 'urdf' / urdf).read_text(), 'base_link', 'tool0')
+        solver = IkSolver(arm)
+        rng = np.random.default_rng(7)
+        directions = rng.normal(size=(15, 3))
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+        anchor = arm.joint_positions(arm.neutral())[0]
+        for target in anchor + directions * solver.reach * rng.uniform(1.2, 2.0, (15, 1)):
+            result = solver.solve(target)
+            assert not result.reached
+            again = solver.solve(target, seed=result.q)
+            assert again.error >= result.error - 1e-3 * solver.reach
+
 
 class TestWarmStart:
     """Consecutive nearby targets give the nearby pose: no flips while tracking."""
