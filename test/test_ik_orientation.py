@@ -133,7 +133,10 @@ class TestContract:
 
 
 def test_position_only_answers_are_unchanged_by_orientation_support():
-    """Position-only solves give the joint vectors recorded before orientations existed."""
+    """Position-only solves give the joint vectors recorded before orientations existed.
+
+    Targets the recorded answer missed (out of reach) end at least as close as it did.
+    """
     cases = json.loads((REPO / 'test' / 'data' / 'position_only_reference.json').read_text())
     robots = {'arm': demo_arm(), 'offset_arm': offset_arm(), 'dual_arm': robot('dual_arm')}
     real, integer = plain_draws(5)
@@ -145,7 +148,13 @@ def test_position_only_answers_are_unchanged_by_orientation_support():
             random_pose(chain, real)
         else:
             chain = robots[case['robot']]
-        result = IkSolver(chain).solve(np.array(case['target']), case['seed'])
+        solver = IkSolver(chain)
+        result = solver.solve(np.array(case['target']), case['seed'])
+        recorded = np.linalg.norm(chain.tip_position(np.array(case['q'])) - case['target'])
+        if recorded > solver.tolerance:
+            # Out of reach, answers changed since (issue 12): none of them farther off.
+            assert result.error <= recorded + 1e-9
+            continue
         np.testing.assert_allclose(result.q, case['q'], rtol=0.0, atol=1e-9)
 
 
