@@ -1,0 +1,129 @@
+"""The demo's plan and scoring: where the targets go and how commands are scored (no ROS)."""
+
+from pathlib import Path
+
+from fabrik_ros.chain import rotation_about_axis
+from fabrik_ros.config import chain_from_parameters, load_config
+from fabrik_ros.demo_plan import (branch_lengths, MODES, ORIENTING_ROLL, ORIENTING_TILT,
+                                  ready_pose, TargetPlan, Tracker)
+from fabrik_ros.paths import rotation_angles
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def mode_chain(mode: str):
+    """Return the chain of a mode's config file."""
+    return chain_from_parameters(load_config(REPO / 'config' / MODES[mode]), REPO)
+
+
+@pytest.mark.parametrize('mode', sorted(MODES))
+def test_plan_moves_holds_then_leaves_every_reach(mode: str) -> None:
+    """Smooth paths first, then a hold, then targets no pose can reach."""
+    chain = mode_chain(mode)
+    plan = TargetPlan.for_mode(chain, mode, 8.0)
+    assert plan.duration == 8.0
+    times = np.arange(0.0, plan.path_time, 0.02)
+    path = np.array([plan.targets(t) for t in times])
+    assert path.shape == (len(times), len(chain.effectors), 3)
+    assert np.max(np.linalg.norm(np.diff(path, axis=0), axis=2)) < 0.01, 'no jumps'
+    assert np.ptp(path, axis=0).max() > 0.02, 'the targets move'
+    hold = plan.path_time + 0.5
+    assert plan.phase(hold) == 2
+    assert np.array_equal(plan.targets(hold), plan.targets(plan.path_time))
+    assert plan.phase(plan.duration - 0.1) == 3
+    _, bounds = branch_lengths(chain)
+    distances = np.linalg.norm(plan.targets(plan.duration - 0.1), axis=1)
+    assert np.all(distances > bounds), 'out-of-reach targets lie beyond every tip'
+
+
+def test_the_arm_tool_keeps_its_ready_orientation_then_turns_on_the_moving_path() -> None:
+    """The 6-DOF arm's targets are full poses; the tool turns while the path goes on."""
+    chain = mode_chain('single')
+    plan = TargetPlan.for_mode(chain, 'single', 20.0)
+    assert plan.orienting_time == pytest.approx(0.4 * plan.path_time)
+    assert plan.phase(plan.moving_time - 0.01) == 0 and plan.phase(plan.moving_time) == 1
+    nominal = plan.tool_frames
+    for t in (-1.0, 0.0, plan.moving_time / 2, plan.moving_time, plan.path_time,
+              plan.duration - 0.1):
+        assert np.allclose(plan.orientations(t), nominal), 'ready orientation outside'
+    times = np.arange(plan.moving_time, plan.path_time, 0.02)
+    frames = np.array([plan.orientations(t)[0] for t in times])
+    off = rotation_angles(frames, nominal[0])
+    assert off.max() > ORIENTING_TILT, 'the tool turns: tilted and rolled'
+    assert off.max() < ORIENTING_TILT + ORIENTING_ROLL + 1e-9
+    assert rotation_angles(frames[1:], frames[:-1]).max() < np.radians(2.0), 'no jumps'
+    positions = np.array([plan.targets(t)[0] for t in times])
+    assert np.ptp(positions, axis=0).max() > 0.02, 'the tool turns on the moving path'
+    # The ready orientation is the tool's at the pose the path is centred on.
+    assert np.allclose(nominal, chain.effector_poses(ready_pose(chain))[:, :3, :3])
+
+
+@pytest.mark.parametrize('mode', ['double', 'spider'])
+def test_trees_get_positions_only(mode: str) -> None:
+    plan = TargetPlan.for_mode(mode_chain(mode), mode, 8.0)
+    assert plan.orienting_time == 0.0 and plan.orientations(1.0) is None
+    assert plan.phase(plan.moving_time) == 2, 'straight from moving to holding'
+
+
+def test_spider_steps_in_a_tripod_gait() -> None:
+    """Alternate legs are half a step cycle apart."""
+    plan = TargetPlan.for_mode(mode_chain('spider'), 'spider', 8.0)
+    assert np.allclose(plan.phases % (2 * np.pi), [0, np.pi] * 3)
+
+
+def test_tracker_scores_commands_against_recent_targets() -> None:
+    """A command answers one of the targets sent within RECENT; the arm the latest."""
+    chain = mode_chain('single')
+    tracker = Tracker(chain)
+    q = chain.neutral()
+    tip = chain.tip_position(q)
+    tracker.sent(tip[np.newaxis] - [0.0, 0.0, 0.01], 0.0)
+    tracker.sent(tip[np.newaxis], 0.1)
+    tracker.sent(tip[np.newaxis] + [0.0, 0.0, 0.01], 0.2)
+    tracker.command(q, 0)
+    assert tracker.ik_errors[0] == [0.0]
+    tracker.measured(q, 0)
+    assert tracker.arm_errors[0] == [pytest.approx(0.01)]
+    tracker.sent(tip[np.newaxis] + [0.0, 0.0, 0.02], 0.4)  # 0.1 and 0.2 s now too old
+    tracker.command(q, 0)
+    assert tracker.ik_errors[0][-1] == pytest.approx(0.01)
+    assert np.isnan(tracker.orientation_errors[0][-1]), 'position-only targets'
+
+
+def test_tracker_scores_the_commanded_tool_frame_against_the_answered_target() -> None:
+    """Of the recent targets, the one nearest in position and orientation is answered."""
+    chain = mode_chain('single')
+    tracker = Tracker(chain)
+    q = chain.neutral()
+    tip, frame = chain.tip_position(q)[np.newaxis], chain.effector_poses(q)[:, :3, :3]
+    turned = frame @ rotation_about_axis([1.0, 0.0, 0.0], np.radians(3.0))
+    tracker.sent(tip, 0.0, turned)  # right place, 3 degrees off
+    tracker.sent(tip + [0.0, 0.0, 0.0005], 0.05, frame)  # 0.5 mm off, right orientation
+    tracker.command(q, 1)
+    assert tracker.ik_errors[1] == [pytest.approx(0.0005)]
+    assert tracker.orientation_errors[1] == [pytest.approx(0.0, abs=1e-7)]
+    tracker.sent(tip, 0.5, turned)  # the targets above are too old now
+    tracker.sent(tip + [0.0, 0.0, 0.004], 0.55, frame)  # 4 mm off: the 3 degrees win
+    tracker.command(q, 1)
+    assert tracker.ik_errors[1][-1] == pytest.approx(0.0, abs=1e-12)
+    assert tracker.orientation_errors[1][-1] == pytest.approx(np.radians(3.0))
+    summary = tracker.summary(TargetPlan.for_mode(chain, 'single', 20.0))
+    assert summary['orienting']['reached_fraction'] == 0.5, 'within 1 mm and 1 degree'
+    assert summary['orienting']['orientation_error_deg']['max'] == pytest.approx(3.0)
+
+
+def test_a_free_body_plan_drifts_then_sends_one_foot_far_ahead() -> None:
+    """The feet's paths drift along +x; out of reach, only the first target leaves."""
+    chain = mode_chain('spider')
+    plan = TargetPlan.for_mode(chain, 'spider', 8.0, free_body=True)
+    pinned = TargetPlan.for_mode(chain, 'spider', 8.0)
+    end = plan.moving_time
+    assert np.allclose(plan.targets(end) - pinned.targets(end), plan.drift)
+    assert np.allclose(plan.targets(0.0), pinned.targets(0.0))
+    beyond = plan.targets(plan.duration - 0.1)
+    assert np.array_equal(beyond[1:], plan.targets(end)[1:])
+    _, bounds = branch_lengths(chain)
+    assert beyond[0][0] - plan.drift[0] > 2.0 * bounds[0], 'out of reach ahead, along +x'
+
