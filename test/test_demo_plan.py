@@ -4,8 +4,8 @@ from pathlib import Path
 
 from fabrik_ros.chain import rotation_about_axis
 from fabrik_ros.config import chain_from_parameters, load_config
-from fabrik_ros.demo_plan import (branch_lengths, MODES, ORIENTING_ROLL, ORIENTING_TILT,
-                                  ready_pose, TargetPlan, Tracker)
+from fabrik_ros.demo_plan import (branch_lengths, format_summary, MODES, ORIENTING_ROLL,
+                                  ORIENTING_TILT, ready_pose, TargetPlan, Tracker)
 from fabrik_ros.paths import rotation_angles
 import numpy as np
 import pytest
@@ -127,3 +127,24 @@ def test_a_free_body_plan_drifts_then_sends_one_foot_far_ahead() -> None:
     _, bounds = branch_lengths(chain)
     assert beyond[0][0] - plan.drift[0] > 2.0 * bounds[0], 'out of reach ahead, along +x'
 
+
+def test_the_summary_reads_the_scores_of_every_phase() -> None:
+    """The printed summary: the run, its errors per phase and what the node said beyond reach."""
+    chain = mode_chain('single')
+    plan = TargetPlan.for_mode(chain, 'single', 20.0)
+    tracker = Tracker(chain)
+    q = chain.neutral()
+    tracker.sent(chain.tip_position(q)[np.newaxis] + [0.0, 0.0, 0.002], 0.0,
+                 chain.effector_poses(q)[:, :3, :3])
+    tracker.command(q, 0)
+    tracker.measured(q, 3)
+    tracker.diagnostics({'solve_rate_hz': '50', 'error_m': '0.5', 'reached': 'False',
+                         'iterations': '7'}, counting=True)
+    text = format_summary({**tracker.summary(plan), 'config': '/x/arm.yaml', 'exit_code': 0})
+    lines = text.split('\n')
+    assert lines[0] == 'summary (single, arm.yaml, 20.0 s)'
+    assert '  IK error, moving    median 2.000 mm, max 2.000 mm' in lines
+    assert '  reached (1 mm, 1 deg) 0.0 %' in lines
+    assert any(line.startswith('  orienting           tool axis circling 20.1 deg off')
+               for line in lines)
+    assert '  out of reach        unreachable: 0.002 m remaining (node: 0.500 m)' in lines
