@@ -133,7 +133,8 @@ class TestContract:
 
 
 def test_position_only_answers_are_unchanged_by_orientation_support():
-    """Position-only solves give the joint vectors recorded before orientations existed.
+    """
+    Position-only solves give the joint vectors recorded before orientations existed.
 
     Targets the recorded answer missed (out of reach) end at least as close as it did.
     """
