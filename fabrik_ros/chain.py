@@ -67,12 +67,15 @@ def rpy_from_rotation(rotation: np.ndarray) -> np.ndarray:
 
 def rotation_from_quaternion(xyzw: Sequence[float]) -> np.ndarray:
     """Return the (3, 3) rotation of a unit quaternion (x, y, z, w), ROS order."""
+    return np.array(rotation_tuple(xyzw)).reshape(3, 3)
+
+
+def rotation_tuple(xyzw: Sequence[float]) -> tuple[float, ...]:
+    """Return the rotation of a unit quaternion (x, y, z, w) as a row-major 9-tuple of floats."""
     x, y, z, w = (float(v) for v in xyzw)
-    return np.array([
-        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w)],
-        [2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w)],
-        [2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)],
-    ])
+    return (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
+            2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
+            2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y))
 
 
 def quaternion_from_rotation(rotation: np.ndarray) -> np.ndarray:

@@ -41,7 +41,7 @@ from operator import add, and_, le, mul, not_
 import time
 from typing import NamedTuple, Sequence
 
-from fabrik_ros.chain import Chain, Effector, rotation_from_quaternion
+from fabrik_ros.chain import Chain, Effector, rotation_tuple
 import numpy as np
 
 ROOT_MODES = ('pinned', 'free')
@@ -988,7 +988,7 @@ def quaternion_rotation(quaternion: object, what: str = 'orientation') -> tuple[
     norm = math.sqrt(sum(v * v for v in values))
     if norm < 1e-9:
         raise ValueError(f'{what} is a zero quaternion: {values}')
-    return tuple(rotation_from_quaternion([v / norm for v in values]).ravel().tolist())
+    return rotation_tuple([v / norm for v in values])
 
 
 class _Orientations:
@@ -1272,6 +1272,9 @@ class IkSolver:
                         else (everything,))
         self._everything = (everything,)
         self.effector_weights = self._weights(effector_weights or {})
+        # One effector, pinned, at weight 1: a seed already close takes the lean path (_track).
+        self._trackable = root == 'pinned' and len(chain.effectors) == 1 and \
+            self.effector_weights.get(chain.effector_names[0], 1.0) == 1.0
         self._lower = chain.lower.tolist()
         self._upper = chain.upper.tolist()
         # Inside these a joint is not near a limit (closing steps: _LIMIT_MARGIN).
@@ -1478,6 +1481,11 @@ class IkSolver:
                 unreachable_after = None
         free_root = self.root == 'free'
         start = self._start(seed, tree)
+        if self._trackable and not trace and (orientations is not None
+                                              or self._groups == self._everything):
+            tracked = self._track(tree, start, targets, rotations, orientations, deadline)
+            if tracked is not None:
+                return tracked
         goals = [goal if goal is not None else start.points[effector.point]
                  for goal, effector in zip(targets, tree.effectors)]
         weights = [self.effector_weights.get(name, 1.0 if goal is not None else HELD_WEIGHT)
@@ -1514,7 +1522,67 @@ class IkSolver:
             solve.attempt(start)
             self._restart(solve, start, bool(pass_stretch), unreachable_after)
             rest = solve.pose(), solve.best_fit.objective
-        return self._result(solve.final(), targets, rotations, solve)
+        return self._result(solve.final(), solve.tree, targets, rotations, _Steps(
+            solve.fabrik_iterations, solve.closing_steps, solve.restarts, solve.initial_error,
+            solve.fabrik_error, solve.history, solve.trace, solve.timed_out))
+
+    def _track(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
+               rotations: list | None, orientations: _Orientations | None, deadline: float
+               ) -> IkResult | None:
+        """
+        Return the answer for a seed already close to its target (tracking), or None.
+
+        The lean path of a single effector on a pinned root: what the full solve does from
+        such a seed (no FABRIK, one closing step with the same damping, limit steering and
+        clamping, no restart) without its bookkeeping (groups, passes, scores, budgets).
+        None when the full solve would do more: the target beyond reach, the seed outside
+        the closing radius, the time budget spent, or the step not lowering the error to
+        the tolerance; the full solve then starts from the same seed.
+        """
+        effector = tree.effectors[0]
+        goal = targets[0]
+        tolerance = self.tolerance
+        if not effector.path or \
+                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance:
+            return None
+
+        def measure(state: _State) -> tuple[float, float]:
+            """Return the objective and the error, as _Solve.score does with weight 1."""
+            distance = math.dist(goal, state.points[effector.point])
+            if orientations is None:
+                return distance * distance, distance
+            turned = orientations.squares(state)
+            return distance * distance + sum(turned), max(distance, math.sqrt(max(turned)))
+
+        objective, error = measure(start)
+        excess = max(math.sqrt(objective), 1e-15)
+        if excess > self.closing_radius:
+            return None
+        history = [math.sqrt(objective)]
+        state = start
+        # Open (_Solve._open; with weight 1 the excess is at least the error).
+        if error > tolerance and excess > _STALL * tolerance:
+            if deadline < math.inf and self.clock() >= deadline:
+                return None
+            rows = tree.jacobian(start, False, [0])
+            x, y, z = start.points[effector.point]
+            residual = [goal[0] - x, goal[1] - y, goal[2] - z]
+            if orientations is not None:
+                orientations.extend(start, rows, residual)
+            weights, push = self._limit_steering(start.q, rows, residual, True)
+            aim = residual
+            if push:
+                aim = [r - sum(map(mul, row, push)) for row, r in zip(rows, residual)]
+            floor = _DAMPING_FLOOR if orientations is None else _POSE_DAMPING_FLOOR
+            q = self._limited_step(start.q, rows, aim, weights, push,
+                                   max(_DAMPING_START * excess ** 2, floor))[0]
+            state = tree.sweep(q, _ORIGIN)
+            new_objective, new_error = measure(state)
+            if new_objective >= objective or new_error > tolerance:
+                return None
+            history.append(math.sqrt(new_objective))
+        return self._result(state, tree, targets, rotations, _Steps(
+            0, len(history) - 1, 0, error, error, history, None, False))
 
     def _restart(self, solve: _Solve, start: _State, stretch: bool,
                  unreachable_after: int | None) -> None:
@@ -1576,12 +1644,81 @@ class IkSolver:
         return [(lo + hi) / 2.0 if a in (lo, hi) else a
                 for a, lo, hi in zip(q, self._lower, self._upper)]
 
-    def _result(self, state: _State, targets: list, rotations: list | None, solve: _Solve
-                ) -> IkResult:
+    def _limit_steering(self, q: list[float], rows: list[list[float]],
+                        residual: list[float], steer: bool
+                        ) -> tuple[list[float] | None, list[float] | None]:
+        """
+        Return a closing step's column weights and null-space push (None: all 1, all 0).
+
+        Joints near a limit move toward it less and leave the motion to the others
+        (weighted least norm, Chan & Dubey 1995), and with `steer` the redundancy the
+        targets leave pushes them back toward mid-range (a null-space step, Liegeois 1977):
+        tracking does not drift into a limit, stall there and jump to another branch on a
+        restart. (Out of reach, limits are where the stretched chain belongs: callers skip
+        this.) rows, residual: the weighted Jacobian and residual of the step.
+        """
+        # The joints outside [lower + margin, upper - margin], found at C speed.
+        near = list(compress(range(len(q)), map(not_, map(
+            and_, map(le, self._inner_lower, q), map(le, q, self._inner_upper)))))
+        if not near:
+            return None, None
+        width = len(rows[0])
+        lower, upper = self._lower, self._upper
+        # The error's gradient J^T r says which way a joint is drawn: away from its limit it
+        # is free.
+        gradient = [0.0] * width
+        for row, r in zip(rows, residual):
+            gradient = list(map(add, gradient, map(mul, row, repeat(r))))
+        weights = [1.0] * width
+        push = [0.0] * width if steer else None
+        for j in near:
+            a = q[j]
+            low, high = a - lower[j], upper[j] - a
+            room, sign = (low, -1.0) if low < high else (high, 1.0)
+            if push:
+                push[j] = -sign * _LIMIT_PUSH * (_LIMIT_MARGIN - room)
+            if sign * gradient[j] > 0.0:
+                weights[j] = max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)
+        return weights, push
+
+    def _limited_step(self, q: list[float], rows: list[list[float]], aim: list[float],
+                      weights: list[float] | None, push: list[float] | None, mu: float
+                      ) -> tuple[list[float], list[float]]:
+        """
+        Return the joints after one damped step from q, within the limits, and the step.
+
+        Joints the step would push past a limit are held at it and the step is re-solved
+        without them (the rest of the aim spent on the others). The step's tail beyond q's
+        length is the free root's motion.
+        """
+        lower, upper = self._lower, self._upper
+        step = _weighted_step(rows, aim, weights, mu)
+        if push:
+            step = list(map(add, step, push))
+        moved, held = _clamped(q, step, lower, upper)
+        if not held:
+            return moved, step
+        # Move those joints to their limit, then spend the rest on the others.
+        rest = list(aim)
+        free_weights = list(weights) if weights else [1.0] * len(rows[0])
+        for j in held:
+            change = moved[j] - q[j] - (push[j] if push else 0.0)
+            for index, row in enumerate(rows):
+                rest[index] -= row[j] * change
+            free_weights[j] = 0.0
+        step = _weighted_step(rows, rest, free_weights, mu)
+        if push:
+            step = list(map(add, step, push))
+        for j in held:
+            step[j] = moved[j] - q[j]
+        return _clamped(q, step, lower, upper)[0], step
+
+    def _result(self, state: _State, tree: _Tree, targets: list, rotations: list | None,
+                steps: _Steps) -> IkResult:
         """Package a final state; errors are measured from its forward kinematics."""
         if state.base == _ORIGIN:   # a free root moved: a seed's state is not this one
-            self._last = (solve.tree, state)
-        effectors = solve.tree.effectors[:solve.tree.tools]
+            self._last = (tree, state)
+        effectors = tree.effectors[:tree.tools]
         positions = [state.points[e.point] for e in effectors]
         errors = [math.dist(goal, position) if goal is not None else math.nan
                   for goal, position in zip(targets, positions)]
@@ -1602,12 +1739,12 @@ class IkSolver:
                 angles, self.orientation_modes) if a == a and mode != 'position')
         return IkResult(
             q=np.array(state.q), error=error, errors=np.array(errors),
-            iterations=solve.fabrik_iterations + solve.closing_steps, reached=reached,
+            iterations=steps.fabrik_iterations + steps.closing_steps, reached=reached,
             base_position=np.array(state.base),
-            effector_positions=np.array(positions), fabrik_iterations=solve.fabrik_iterations,
-            closing_steps=solve.closing_steps, restarts=solve.restarts,
-            initial_error=solve.initial_error, fabrik_error=solve.fabrik_error,
-            history=solve.history, trace=solve.trace, timed_out=solve.timed_out,
+            effector_positions=np.array(positions), fabrik_iterations=steps.fabrik_iterations,
+            closing_steps=steps.closing_steps, restarts=steps.restarts,
+            initial_error=steps.initial_error, fabrik_error=steps.fabrik_error,
+            history=steps.history, trace=steps.trace, timed_out=steps.timed_out,
             orientation_error=max(sought) if sought else math.nan,
             orientation_errors=np.array(angles))
 
@@ -1674,6 +1811,19 @@ class _Group(NamedTuple):
 
     effectors: tuple[int, ...]
     coordinates: tuple[int, ...]    # the independent joints that move them
+
+
+class _Steps(NamedTuple):
+    """What a solve did, for its IkResult (see there)."""
+
+    fabrik_iterations: int
+    closing_steps: int
+    restarts: int
+    initial_error: float
+    fabrik_error: float
+    history: list[float]
+    trace: list[np.ndarray] | None
+    timed_out: bool
 
 
 def _independent_groups(moves: np.ndarray) -> tuple[_Group, ...]:
@@ -1949,7 +2099,6 @@ class _Solve:
         objective. Each effector's rows and residual are scaled by the root of its weight.
         """
         tree = self.tree
-        lower, upper = self.solver._lower, self.solver._upper
         rows = tree.jacobian(state, self.free_root, self.effectors)
         # Aim each effector at most its excess over its floor toward its target: for a
         # target out of reach the linear model is only good for that far, not for the
@@ -1966,61 +2115,17 @@ class _Solve:
             residual += [shrink * (g - x) for g, x in zip(goal, state.points[point])]
         if self.orientations is not None:
             self.orientations.extend(state, rows, residual)
-        n = len(lower)
+        n = len(state.q)
         scale = fit.excess ** 2
-        # Joints near a limit move toward it less and leave the motion to the others
-        # (weighted least norm, Chan & Dubey 1995), and the redundancy the targets leave
-        # pushes them back toward mid-range (a null-space step, Liegeois 1977): tracking does
-        # not drift into a limit, stall there and jump to another branch on a restart.
-        # Out of reach, limits are where the stretched chain belongs: no weights, no push.
-        width = len(rows[0])
-        weights = None      # per column, None: all 1
-        push = None         # per column, radians back toward mid-range this step; None: all 0
-        q = state.q
-        # The joints outside [lower + margin, upper - margin], found at C speed.
-        near = [] if self.out_of_reach else list(compress(range(len(q)), map(not_, map(
-            and_, map(le, self.solver._inner_lower, q), map(le, q, self.solver._inner_upper)))))
-        if near:
-            # The error's gradient J^T r says which way a joint is drawn: away from its limit
-            # it is free.
-            gradient = [0.0] * width
-            for row, r in zip(rows, residual):
-                gradient = list(map(add, gradient, map(mul, row, repeat(r))))
-            weights = [1.0] * width
-            push = [0.0] * width if steer else None
-            for j in near:
-                a = q[j]
-                low, high = a - lower[j], upper[j] - a
-                room, sign = (low, -1.0) if low < high else (high, 1.0)
-                if push:
-                    push[j] = -sign * _LIMIT_PUSH * (_LIMIT_MARGIN - room)
-                if sign * gradient[j] > 0.0:
-                    weights[j] = max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)
+        weights, push = (None, None) if self.out_of_reach else \
+            self.solver._limit_steering(state.q, rows, residual, steer)
         aim = residual
         if push:    # the push is added to the step and taken out of what the step must achieve
             aim = [r - sum(map(mul, row, push)) for row, r in zip(rows, residual)]
         floor = _DAMPING_FLOOR if self.orientations is None else _POSE_DAMPING_FLOOR
         while damping <= _DAMPING_MAX:
             mu = max(damping * scale, floor)
-            step = _weighted_step(rows, aim, weights, mu)
-            if push:
-                step = list(map(add, step, push))
-            q, held = _clamped(state.q, step, lower, upper)
-            if held:
-                # Move those joints to their limit, then spend the rest on the others.
-                rest = list(aim)
-                free_weights = list(weights) if weights else [1.0] * width
-                for j in held:
-                    moved = q[j] - state.q[j] - (push[j] if push else 0.0)
-                    for index, row in enumerate(rows):
-                        rest[index] -= row[j] * moved
-                    free_weights[j] = 0.0
-                step = _weighted_step(rows, rest, free_weights, mu)
-                if push:
-                    step = list(map(add, step, push))
-                for j in held:
-                    step[j] = q[j] - state.q[j]
-                q = _clamped(state.q, step, lower, upper)[0]
+            q, step = self.solver._limited_step(state.q, rows, aim, weights, push, mu)
             base = state.base
             if self.free_root:
                 base = (base[0] + step[n], base[1] + step[n + 1], base[2] + step[n + 2])

@@ -1,0 +1,138 @@
+"""
+Specification of the tracking path: a seed already close is answered by one closing step.
+
+A single-effector solve whose seed is within the closing radius of a reachable target takes
+a lean path (no FABRIK, no passes, no restarts: what the full solve would do from there)
+and falls back to the full solve from the same seed whenever that one step is not enough.
+Either way the answer is the full solve's, to the bit. A traced solve always runs the full
+solve, which these tests use as the reference.
+"""
+
+import math
+
+from fabrik_ros import ik
+from fabrik_ros.chain import quaternion_from_rotation
+from fabrik_ros.ik import IkSolver
+from hypothesis import given, settings, strategies as st
+import numpy as np
+import pytest
+from test_ik import (assert_within_limits, demo_arm, hypothesis_draws, pose_in_limits,
+                     random_pose, random_serial_chain)
+
+RESULT_FIELDS = ('error', 'iterations', 'reached', 'fabrik_iterations', 'closing_steps',
+                 'restarts', 'initial_error', 'fabrik_error', 'history', 'timed_out')
+
+
+def assert_same_answer(lean: ik.IkResult, full: ik.IkResult) -> None:
+    """Assert two results are equal in every field but the trace (bit for bit)."""
+    for name in RESULT_FIELDS:
+        assert getattr(lean, name) == getattr(full, name), name
+    for name in ('q', 'errors', 'base_position', 'effector_positions', 'orientation_errors'):
+        np.testing.assert_array_equal(getattr(lean, name), getattr(full, name), err_msg=name)
+    assert lean.orientation_error == full.orientation_error or (
+        math.isnan(lean.orientation_error) and math.isnan(full.orientation_error))
+
+
+@st.composite
+def tracking_problems(draw):
+    """Draw a chain (6 or 7 joints), a seed, and a target pose a small joint move away."""
+    real, integer = hypothesis_draws(draw)
+    chain = random_serial_chain(real, integer, min_joints=6)
+    seed = random_pose(chain, real)
+    move = np.array([real(-1.0, 1.0) for _ in range(chain.dof)]) * draw(
+        st.sampled_from([1e-3, 1e-2, 5e-2]))
+    goal = np.clip(seed + move, chain.lower, chain.upper)
+    return chain, seed, goal
+
+
+class FullSolves:
+    """Counts the full solves (their passes) a test's solves start."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        original = ik._Solve
+
+        def counted(*args, **kwargs):
+            self.count += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(ik, '_Solve', counted)
+
+
+class TestAgreesWithTheFullSolve:
+    """The tracking path answers exactly what the full solve answers."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(tracking_problems(), st.sampled_from([None, 'full', 'axis', 'position']))
+    def test_tracking_a_small_move_answers_as_the_full_solve(self, problem, mode):
+        chain, seed, goal = problem
+        pose = chain.tip_pose(goal)
+        options = {} if mode is None else {
+            'orientation': quaternion_from_rotation(pose[:3, :3])}
+        solver = IkSolver(chain, orientation_mode=mode or 'full')
+        lean = solver.solve(pose[:3, 3], seed, **options)
+        full = solver.solve(pose[:3, 3], seed, trace=True, **options)
+        assert_same_answer(lean, full)
+        assert_within_limits(chain, lean.q)
+        np.testing.assert_allclose(lean.effector_positions[0], chain.tip_position(lean.q),
+                                   atol=1e-12)
+
+    def test_a_tracked_path_is_the_full_solves_path(self):
+        arm = demo_arm()
+        solver, reference = IkSolver(arm), IkSolver(arm)
+        q = ref_q = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
+        for t in np.linspace(0.0, 2.0 * math.pi, 60):
+            target = arm.tip_position(q) + 0.003 * np.array([math.cos(t), math.sin(t), 0.0])
+            lean, full = solver.solve(target, q), reference.solve(target, ref_q, trace=True)
+            assert_same_answer(lean, full)
+            q, ref_q = lean.q, full.q
+
+
+class TestTakesTheLeanPath:
+    """A close seed is answered without the full solve; otherwise the full solve runs."""
+
+    def test_a_close_seed_is_answered_by_one_step_without_the_full_solve(self, monkeypatch):
+        arm = demo_arm()
+        seed = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
+        target = arm.tip_position(seed + 0.003)    # 4 mm away
+        solver = IkSolver(arm)
+        full = FullSolves(monkeypatch)
+        result = solver.solve(target, seed)
+        assert full.count == 0
+        assert result.reached and result.closing_steps == 1 and result.fabrik_iterations == 0
+
+    def test_a_full_pose_close_to_the_seed_is_answered_without_the_full_solve(
+            self, monkeypatch):
+        arm = demo_arm()
+        seed = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
+        pose = arm.tip_pose(seed + 0.002)
+        full = FullSolves(monkeypatch)
+        result = IkSolver(arm).solve(pose[:3, 3], seed,
+                                     orientation=quaternion_from_rotation(pose[:3, :3]))
+        assert full.count == 0 and result.reached and result.closing_steps == 1
+
+    @pytest.mark.parametrize('case', ['two steps', 'far seed', 'out of reach', 'traced'])
+    def test_the_full_solve_runs_from_the_same_seed_when_one_step_is_not_enough(
+            self, monkeypatch, case):
+        arm = demo_arm()
+        seed = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
+        target = {'two steps': arm.tip_position(seed + 0.05),
+                  'far seed': arm.tip_position(pose_in_limits(arm, [0.1, 0.9, 0.2] * 2)),
+                  'out of reach': arm.tip_position(seed) * 3.0,
+                  'traced': arm.tip_position(seed + 0.003)}[case]
+        reference = IkSolver(arm).solve(target, seed, trace=True)
+        full = FullSolves(monkeypatch)
+        result = IkSolver(arm).solve(target, seed, trace=case == 'traced')
+        assert full.count >= 1
+        if case == 'two steps':
+            assert result.closing_steps >= 2 and result.fabrik_iterations == 0
+        assert_same_answer(result, reference)
+
+    def test_a_spent_time_budget_times_out_as_the_full_solve_does(self):
+        arm = demo_arm()
+        seed = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
+        ticks = iter(range(0, 1000, 10))   # each reading 10 s later: the budget is spent
+        result = IkSolver(arm, timeout=1.0, clock=lambda: next(ticks)).solve(
+            arm.tip_position(seed + 0.003), seed)
+        assert result.timed_out and result.iterations == 0
+        np.testing.assert_array_equal(result.q, seed)
