@@ -1265,6 +1265,10 @@ class IkSolver:
         if not closing_radius >= 0.0:   # inf allowed: the closing step alone
             raise ValueError(f'closing_radius must be >= 0 metres, got {closing_radius}')
         self.closing_radius = float(closing_radius)
+        # A Newton step from e metres away misses by about e^2 / reach (the curvature of the
+        # kinematics): from farther than this one step rarely reaches the tolerance, so
+        # _track leaves such seeds to the full solve rather than take a step twice.
+        self._track_radius = min(self.closing_radius, math.sqrt(self.tolerance * reach))
         # With a pinned root, effectors that share no joint are independent sub-problems;
         # a free root moves them all.
         everything = _Group(tuple(range(len(chain.effectors))), tuple(range(chain.dof)))
@@ -1535,9 +1539,10 @@ class IkSolver:
         The lean path of a single effector on a pinned root: what the full solve does from
         such a seed (no FABRIK, one closing step with the same damping, limit steering and
         clamping, no restart) without its bookkeeping (groups, passes, scores, budgets).
-        None when the full solve would do more: the target beyond reach, the seed outside
-        the closing radius, the time budget spent, or the step not lowering the error to
-        the tolerance; the full solve then starts from the same seed.
+        None when the full solve would do more: the target beyond reach, the seed farther
+        than _track_radius (one step would likely not do), the time budget spent, or the
+        step not lowering the error to the tolerance; the full solve then starts from the
+        same seed.
         """
         effector = tree.effectors[0]
         goal = targets[0]
@@ -1556,7 +1561,7 @@ class IkSolver:
 
         objective, error = measure(start)
         excess = max(math.sqrt(objective), 1e-15)
-        if excess > self.closing_radius:
+        if excess > self._track_radius:
             return None
         history = [math.sqrt(objective)]
         state = start
