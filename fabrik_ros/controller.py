@@ -501,6 +501,8 @@ class IkController:
         # Closed loop: start from where the arm is when it is measured; the body from
         # where it is (its pose is not measured) or, open loop, where it is heading.
         seed = self.measured if self.feedback else stream.goal
+        if self.free:  # up to now toward the goal in force: the new goal starts from here
+            self._move_body(now)
         origin = self.body if self.feedback or seed is None else self.body_goal
         relative = targets - origin  # the solver's base starts at its origin
         start = time.perf_counter()
@@ -524,8 +526,6 @@ class IkController:
         self.solved_targets = targets
         stream.follow(result.q)  # clipped into the limits
         if self.free:
-            if np.array_equal(self.body, self.body_goal):
-                self._body_time = now  # at rest until now: it sets off now
             self.body_goal = origin + result.base_position
         update = Update()
         if stream.dt is None:  # a command per solution: the body moves with it
