@@ -200,13 +200,7 @@ def smooth_path(chain: Chain, steps: int, rng: np.random.Generator
     Each joint swings around a random mid-range angle by 1/8 of its range, so every target
     is reachable and consecutive targets are close, like a user dragging a target around.
     """
-    lower = np.maximum(chain.lower, -math.pi)
-    upper = np.minimum(chain.upper, math.pi)
-    middle = lower + (upper - lower) * rng.uniform(0.3, 0.7, chain.dof)
-    frequency = rng.integers(1, 3, chain.dof)
-    phase = rng.uniform(0.0, 2.0 * math.pi, chain.dof)
-    angle = np.linspace(0.0, 2.0 * math.pi, steps)[:, None]
-    poses = middle + (upper - lower) / 8.0 * np.sin(frequency * angle + phase)
+    poses = smooth_poses(chain, steps, rng)
     return np.array([chain.tip_position(q) for q in poses]), poses[0]
 
 
