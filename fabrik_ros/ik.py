@@ -1633,11 +1633,26 @@ class IkSolver:
             else:
                 break
             solve.restarts += 1
-            ended = solve.attempt(solve.tree.sweep(seed, start.base), band=before + margin)
+            base = start.base
+            if solve.free_root:
+                # The free body stays where the best pose put it, and so do the legs that
+                # reach their targets: only the branches that miss start afresh (a random
+                # pose of every leg from the start rarely has all of them land at once).
+                seed, base = self._missing_branches(solve, seed, patience), solve.best.base
+            ended = solve.attempt(solve.tree.sweep(seed, base), band=before + margin)
             if solve.best_fit.miss < before - margin:
                 confirmed = 0
             elif ended < before + margin:
                 confirmed += 1
+
+    def _missing_branches(self, solve: _Solve, seed: list[float], patience: float
+                          ) -> list[float]:
+        """Return the best pose with the joints of effectors missing by > patience from seed."""
+        moves = self.chain.moves_effector
+        missing = [index for index, distance in enumerate(solve.best_fit.distances[:len(moves)])
+                   if distance > patience]
+        return [s if moves[missing, j].any() else b
+                for j, (s, b) in enumerate(zip(seed, solve.best.q))]
 
     def _nudged(self, q: list[float]) -> list[float]:
         """Return q with every joint turned by _NUDGE radians (back, where a limit is near)."""

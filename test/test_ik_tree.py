@@ -188,6 +188,23 @@ class TestRobots:
             atol=1e-12)
         assert_within_limits(spider, free.q)
 
+    def test_a_free_spider_body_follows_its_feet_wherever_they_step(self):
+        # A rate on plain random samples (see test_ik.TestReaching): every foot of a random
+        # stance sent 0.2 to 0.5 m sideways; the body must carry the legs there, and the legs
+        # that already reach must not be thrown away when another one restarts.
+        spider = robot('spider')
+        solver = IkSolver(spider, root='free')
+        real, _ = plain_draws(2013)
+        misses = 0
+        for _ in range(REACH_SAMPLES):
+            heading, distance = real(0.0, 2.0 * math.pi), real(0.2, 0.5)
+            shift = distance * np.array([math.cos(heading), math.sin(heading), 0.0])
+            feet = spider.effector_positions(random_pose(spider, real)) + shift
+            result = solver.solve(feet)
+            assert_within_limits(spider, result.q)
+            misses += not result.reached
+        assert misses <= REACH_MISSES_ALLOWED
+
 
 # A flip to another IK branch moves some joint by a large fraction of a radian in one step;
 # following a path 3 to 8 mm per step moves every joint a few hundredths.
