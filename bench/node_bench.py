@@ -19,7 +19,9 @@ rclpy echo through the same QoS and executor: the floor under ik_node's numbers)
 3. soak: the goal rate for longer, the node's RSS sampled every second.
 
 Targets follow a smooth loop through the workspace (FK of a joint-space loop, so all are
-reachable), about a millimetre apart, like a 500 Hz teleoperation stream. Prints a summary
+reachable), about a millimetre apart, like a 500 Hz teleoperation stream. They are positions
+(the identity quaternion only makes the message valid): the node runs with orientation_mode
+position, else it would chase that orientation, out of reach on most of the loop. Prints a summary
 and writes bench/results/node_bench.json. Goals: p99 <= 5 ms, >= 500 targets/s.
 """
 
@@ -317,6 +319,7 @@ def main() -> None:
         bench.wait_for_node(start(
             ['-m', 'fabrik_ros.ik_node', '--ros-args', '--params-file', str(config),
              '-p', 'publish_rate:=0.0', '-p', 'marker_rate:=0.0',
+             '-p', 'orientation_mode:=position',
              '-p', 'joint_command_topic:=joint_states'], log))
         results.update(run_phases(bench, seconds, samples, 'ik_node'))
         soaked = soak(bench, GOAL_RATE_HZ, 5.0 if options.quick else 15.0, bench.process.pid)
