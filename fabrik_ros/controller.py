@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import math
 import time
 
-from fabrik_ros.chain import Chain
+from fabrik_ros.chain import Chain, rotation_from_quaternion
 from fabrik_ros.command import CommandStream, joint_order, measured_positions
 from fabrik_ros.config import LIMIT_FIELDS, LIMITS_PREFIX, with_limit_overrides
 from fabrik_ros.ik import IkResult, IkSolver, ORIENTATION_MODES, ROOT_MODES
@@ -376,6 +376,27 @@ class IkController:
         """Return the (m, 3) targets (base or odometry frame), NaN rows for none."""
         return np.array([target.position if target is not None else [np.nan] * 3
                          for target in self.targets], dtype=float)
+
+    def tool_frames(self) -> np.ndarray:
+        """Return the (m, 4, 4) commanded tool frames (neutral before any command)."""
+        chain, q = self.settings.chain, self.stream.position
+        frames = chain.effector_poses(chain.neutral() if q is None else q)
+        frames[:, :3, 3] += self.body
+        return frames
+
+    def target_frame(self, effector: int) -> np.ndarray:
+        """Return effector's (4, 4) target frame; its commanded orientation if it has none."""
+        target = self.targets[effector]
+        frame = self.settings.chain.tip_pose(self.stream.position, effector)
+        frame[:3, 3] = target.position
+        if target.orientation is not None:
+            frame[:3, :3] = rotation_from_quaternion(target.orientation)
+        return frame
+
+    def effector_of(self, target: Target) -> int | None:
+        """Return the effector holding this very target (by identity), None if none."""
+        return next((index for index, taken in enumerate(self.targets) if taken is target),
+                    None)
 
     def target_orientations(self) -> np.ndarray:
         """Return the (m, 4) target quaternions, NaN rows for effectors without one."""

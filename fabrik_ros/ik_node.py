@@ -25,21 +25,21 @@ to drag in six degrees of freedom.
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from fabrik_ros.chain import Chain, rotation_from_quaternion
-from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMIT_FIELDS,
-                               LIMITS_PREFIX, package_share_dir)
-from fabrik_ros.controller import (IkController, model_limits, SETTING_NAMES, Settings,
-                                   Target, Update, WEIGHTS_PREFIX)
-from fabrik_ros.ik import ROOT_MODES
-from fabrik_ros.ik_parameters import (check_timer_rate, COMMAND_JOINTS_DESCRIPTOR, descriptor,
-                                      HARDWARE_OUTPUTS, limit_descriptor, NODE_PARAMETERS,
-                                      OUTPUTS, TIMER_RATES, weight_descriptor)
-from fabrik_ros.messages import (body_pose, body_transform, branch_paths, chain_markers,
-                                 diagnostic_array, frame_markers, joint_state, joint_trajectory,
-                                 point_array, pose_message, quaternion_array,
-                                 REACHED_FRAME_WIDTH, TARGET_FRAME_WIDTH, TargetError,
-                                 transform_orientation, transform_point)
+from fabrik_ros.chain import Chain
+from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMITS_PREFIX,
+                               package_share_dir)
+from fabrik_ros.controller import (IkController, SETTING_NAMES, Settings, Target, Update,
+                                   WEIGHTS_PREFIX)
+from fabrik_ros.ik_parameters import (chain_declarations, chain_dependent, check_start,
+                                      check_update, COMMAND_JOINTS_DESCRIPTOR, descriptor,
+                                      NODE_PARAMETERS, setting_values, TIMER_RATES,
+                                      user_set_chain_parameters)
+from fabrik_ros.messages import (body_pose, body_transform, branch_paths, controller_markers,
+                                 diagnostic_array, joint_state, joint_trajectory,
+                                 point_array,
+                                 pose_message, quaternion_array, TargetError)
 from fabrik_ros.node_main import run_node
+from fabrik_ros.target_frames import TargetFrames
 from fabrik_ros.target_markers import TargetMarkers
 from geometry_msgs.msg import PointStamped, PoseStamped
 import numpy as np
@@ -56,11 +56,6 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
-try:  # tf2_ros comes with a ROS install but has no PyPI wheel: frames are optional.
-    from tf2_ros import Buffer, TransformException, TransformListener
-except ImportError:
-    Buffer = TransformListener = None
-    TransformException = Exception
 try:  # tf2_msgs comes with a ROS install but has no PyPI wheel: ~/body_pose has it all too.
     from tf2_msgs.msg import TFMessage
 except ImportError:
@@ -94,15 +89,14 @@ class IkNode(Node):
         self._base_link = param('base_link')
         self._free = param('root') == 'free'
         self._odom_frame = param('odom_frame')
-        self._outputs = set(param('outputs'))
         self._feedback_topic = param('feedback_topic')
         command_topic = param('joint_command_topic')
-        self._check_start(command_topic)
-        # What the user set at start-up (params file, -p), kept for a new chain. rclpy only
-        # exposes overrides through declarations, and these depend on the chain.
-        self._user_set = {name: override.value for name, override
-                          in self._parameter_overrides.items()
-                          if self._chain_dependent(name)}
+        outputs = set(param('outputs'))
+        check_start({name: param(name) for name in NODE_PARAMETERS},
+                    bool(self._feedback_topic) and 'joint_state' in outputs and len(
+                        {expand_topic_name(topic, self.get_name(), self.get_namespace())
+                         for topic in (command_topic, self._feedback_topic)}) == 1)
+        self._user_set = user_set_chain_parameters(self)  # kept for a new chain
         self._model: Chain | None = None
         self._controller: IkController | None = None
         self._declaring = False  # declaring the chain's parameters: validated as a whole
@@ -111,13 +105,14 @@ class IkNode(Node):
         self._description = ''  # the last robot_description taken from the topic
         self._rviz_targets = param('rviz_targets')
         self._target_markers: TargetMarkers | None = None
+        self._frames = TargetFrames(self, self._base_link, self._odom_frame, self._free)
 
         self._command_pubs = {
             output: self.create_publisher(msg_type, topic, 10) for output, msg_type, topic in (
                 ('joint_state', JointState, command_topic),
                 ('joint_trajectory', JointTrajectory, '~/joint_trajectory'),
                 ('forward_command', Float64MultiArray, '~/commands'))
-            if output in self._outputs}
+            if output in outputs}
         self._marker_pub = self.create_publisher(MarkerArray, '~/markers', 1)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._body_pub = self._tf_pub = None
@@ -128,10 +123,6 @@ class IkNode(Node):
                                           '~/body_pose only, not to TF')
             else:
                 self._tf_pub = self.create_publisher(TFMessage, '/tf', TF_QOS)
-        self._tf_buffer = None
-        if Buffer is not None:
-            self._tf_buffer = Buffer()
-            self._tf_listener = TransformListener(self._tf_buffer, self)
 
         self.create_subscription(PoseStamped, 'target_pose', self._on_pose, TARGET_QOS)
         if self._rviz_targets:
@@ -169,40 +160,6 @@ class IkNode(Node):
     def _param(self, name: str) -> object:
         return self.get_parameter(name).value
 
-    @staticmethod
-    def _chain_dependent(name: str) -> bool:
-        """Tell whether a parameter is declared per chain (kept for a new chain)."""
-        return name.startswith((LIMITS_PREFIX, WEIGHTS_PREFIX)) or name == 'command_joints'
-
-    def _check_start(self, command_topic: str) -> None:
-        """Raise ValueError naming a start-up configuration that cannot work."""
-        if self._param('root') not in ROOT_MODES:
-            raise ValueError(f'root must be one of {list(ROOT_MODES)}, got '
-                             f"{self._param('root')!r}")
-        self._check_body_timer(self._param('publish_rate'))
-        unknown = sorted(self._outputs - set(OUTPUTS))
-        if unknown:
-            raise ValueError(f'outputs {unknown} unknown; choose from {list(OUTPUTS)}')
-        to_hardware = sorted(self._outputs & set(HARDWARE_OUTPUTS))
-        if to_hardware and not self._feedback_topic:
-            raise ValueError(f'outputs {to_hardware} drive an arm: set feedback_topic to its '
-                             'measured joint states, so that commands start where the arm is '
-                             '(without it the node could only assume a pose)')
-        if self._feedback_topic and 'joint_state' in self._outputs and len(
-                {expand_topic_name(topic, self.get_name(), self.get_namespace())
-                 for topic in (command_topic, self._feedback_topic)}) == 1:
-            raise ValueError(f'feedback_topic and joint_command_topic are both '
-                             f"'{command_topic}': the node would take its own commands for "
-                             'the measured state')
-        for name in TIMER_RATES:  # the on-set callback checks later changes
-            check_timer_rate(name, self._param(name))
-
-    def _check_body_timer(self, publish_rate: float) -> None:
-        """Raise ValueError when a free body would have no timer to move on."""
-        if self._free and publish_rate == 0.0 and self._param('command_rate') == 0.0:
-            raise ValueError('root free moves the body on the publish timer: publish_rate '
-                             'or command_rate must be above 0')
-
     # ---- chain and parameters -------------------------------------------------------
 
     def _chain_from_parameters(self) -> Chain | None:
@@ -229,13 +186,8 @@ class IkNode(Node):
 
     def _values(self, model: Chain, updates: dict[str, object]) -> dict[str, object]:
         """Return the settings' parameters: the model's limits, what the user set, updates."""
-        values = {name: self._param(name) for name in SETTING_NAMES}
-        values.update(model_limits(model, values['default_max_velocity'],
-                                   values['default_max_acceleration']))
-        values.update((name, value) for name, value in self._user_set.items()
-                      if name.startswith((LIMITS_PREFIX, WEIGHTS_PREFIX)))
-        values.update(updates)
-        return values
+        return setting_values(model, {name: self._param(name) for name in SETTING_NAMES},
+                              self._user_set, updates)
 
     def _use_chain(self, model: Chain) -> None:
         """
@@ -257,13 +209,7 @@ class IkNode(Node):
             for prefix in (LIMITS_PREFIX, WEIGHTS_PREFIX):
                 for name in self.get_parameters_by_prefix(prefix[:-1]):
                     self.undeclare_parameter(prefix + name)
-            self.declare_parameters('', [
-                (f'{LIMITS_PREFIX}{joint}.{field}', values[f'{LIMITS_PREFIX}{joint}.{field}'],
-                 limit_descriptor(joint, field))
-                for joint in model.joint_names for field in LIMIT_FIELDS])
-            self.declare_parameters('', [
-                (f'{WEIGHTS_PREFIX}{name}', float(values.get(f'{WEIGHTS_PREFIX}{name}', 0.0)),
-                 weight_descriptor(name)) for name in model.effector_names])
+            self.declare_parameters('', chain_declarations(model, values))
             if self.has_parameter('command_joints'):
                 self.set_parameters([Parameter('command_joints', value=list(order))])
             else:
@@ -290,15 +236,11 @@ class IkNode(Node):
         """(Re)start the draggable targets, one per effector, at the commanded tool frames."""
         if self._target_markers is not None:
             self._target_markers.shutdown()
-        q = controller.stream.position
-        frames = model.effector_poses(model.neutral() if q is None else q)
-        reach = float(np.max(np.linalg.norm(frames[:, :3, 3], axis=1)))
-        if self._free:
-            frames[:, :3, 3] += controller.body
+        frames = controller.tool_frames()
+        reach = float(np.max(np.linalg.norm(frames[:, :3, 3] - controller.body, axis=1)))
         self._target_markers = TargetMarkers.start(
-            self, self._odom_frame if self._free else self._base_link, model.effector_names,
-            [pose_message(f) for f in frames], max(TARGET_MARKER_SCALE * reach, 0.05),
-            self._on_dragged)
+            self, self._frames.frame, model.effector_names, [pose_message(f) for f in frames],
+            max(TARGET_MARKER_SCALE * reach, 0.05), self._on_dragged)
 
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a change as a whole; commit it only when all of it is usable."""
@@ -306,10 +248,7 @@ class IkNode(Node):
             return SetParametersResult(successful=True)
         updates = {parameter.name: parameter.value for parameter in parameters}
         try:
-            for name in TIMER_RATES & updates.keys():
-                check_timer_rate(name, updates[name])
-            if 'publish_rate' in updates:
-                self._check_body_timer(updates['publish_rate'])
+            check_update({name: self._param(name) for name in NODE_PARAMETERS}, updates)
             if self._controller is not None:
                 settings = Settings.from_parameters(self._model,
                                                     self._values(self._model, updates))
@@ -320,7 +259,7 @@ class IkNode(Node):
             return SetParametersResult(successful=False, reason=str(error))
         # Humble has no post-set callback: what follows cannot fail.
         self._user_set.update((name, value) for name, value in updates.items()
-                              if self._chain_dependent(name))
+                              if chain_dependent(name))
         if TIMER_RATES & updates.keys():
             self._restart_timers(updates)
         return SetParametersResult(successful=True)
@@ -345,12 +284,12 @@ class IkNode(Node):
                  dragged: bool = False) -> None:
         """Take a full pose (its orientation normalised) for `effector`, None: nearest."""
         try:
-            orientation = quaternion_array(msg.pose.orientation)
-            position = point_array(msg.pose.position)
+            target = Target(point_array(msg.pose.position),
+                            quaternion_array(msg.pose.orientation))
         except TargetError as error:
             self._refuse('message', str(error))
             return
-        self._on_target(Target(position, orientation), msg.header, effector, dragged)
+        self._on_target(target, msg.header, effector, dragged)
 
     def _on_dragged(self, msg: PoseStamped, effector: int) -> None:
         self._on_pose(msg, effector, dragged=True)
@@ -379,8 +318,10 @@ class IkNode(Node):
         if controller is None:
             self._refuse('state', 'no chain yet (waiting for robot_description)')
             return
-        target = self._in_target_frame(target, header.frame_id)
-        if target is None:
+        try:
+            target = self._frames.to_controller(target, header.frame_id, controller.body)
+        except TargetError as error:
+            self._refuse('frame', str(error))
             return
         age = None  # unstamped targets count as new
         if header.stamp.sec or header.stamp.nanosec:
@@ -388,44 +329,10 @@ class IkNode(Node):
         self._apply(controller.on_target(effector, target, time.monotonic(), age))
         if controller.solve_due is not None and self._window_timer.is_canceled():
             self._window_timer.reset()
-        # The effector that took it (the nearest, for effector None); none if it was refused.
-        index = next((i for i, taken in enumerate(controller.targets) if taken is target), None)
-        if self._target_markers is not None and not dragged and index is not None:
-            shown = controller.settings.chain.tip_pose(controller.stream.position, index)
-            shown[:3, 3] = target.position
-            if target.orientation is not None:
-                shown[:3, :3] = rotation_from_quaternion(target.orientation)
-            self._target_markers.move(index, pose_message(shown))
-
-    def _in_target_frame(self, target: Target, frame_id: str) -> Target | None:
-        """
-        Return the target in the controller's frame, None if refused.
-
-        That frame is the base link, or odom_frame with a free root ('' is that frame); a
-        free root takes base_link targets where the body is as they arrive (the body only
-        translates: orientations stay as they are).
-        """
-        frame = self._odom_frame if self._free else self._base_link
-        if frame_id in ('', frame):
-            return target
-        if self._free and frame_id == self._base_link:
-            return Target(target.position + self._controller.body, target.orientation)
-        if self._tf_buffer is None:
-            self._refuse('frame', f"frame '{frame_id}' is not the target frame "
-                         f"'{frame}' and tf2_ros is not installed to transform it")
-            return None
-        try:
-            transform = self._tf_buffer.lookup_transform(frame, frame_id, Time())
-        except TransformException as error:
-            self._refuse('frame', f"no transform from '{frame_id}' to '{frame}': {error}")
-            return None
-        translation, rotation = transform.transform.translation, transform.transform.rotation
-        turn = np.array([rotation.x, rotation.y, rotation.z, rotation.w])
-        return Target(
-            transform_point(np.array([translation.x, translation.y, translation.z]), turn,
-                            target.position),
-            None if target.orientation is None
-            else transform_orientation(turn, target.orientation))
+        if self._target_markers is not None and not dragged:
+            index = controller.effector_of(target)  # None if it was refused
+            if index is not None:
+                self._target_markers.move(index, pose_message(controller.target_frame(index)))
 
     def _refuse(self, kind: str, reason: str) -> None:
         """Count (once there is a controller) and log a target refused by the node."""
@@ -479,7 +386,6 @@ class IkNode(Node):
             return
         if self._free:  # the body moves with the commands
             self._publish_body()
-        names = self._model.joint_names
         if 'joint_state' in self._command_pubs:
             # Every joint, mimic followers included: robot_state_publisher needs them all.
             msg = joint_state(self._model.all_joint_names, self._model.expand(command.position),
@@ -489,7 +395,7 @@ class IkNode(Node):
             self._command_pubs['joint_state'].publish(msg)
         if 'joint_trajectory' in self._command_pubs:
             self._command_pubs['joint_trajectory'].publish(joint_trajectory(
-                names, command.position,
+                self._model.joint_names, command.position,
                 max(self._controller.duration(command), MIN_TRAJECTORY_DURATION)))
         if 'forward_command' in self._command_pubs:
             order = self._controller.command_order
@@ -513,46 +419,10 @@ class IkNode(Node):
 
     def _publish_markers(self) -> None:
         controller = self._controller
-        if (controller is None or controller.stream.position is None
-                or self._marker_pub.get_subscription_count() == 0):
-            return
-        self._marker_pub.publish(self._markers(controller))
-
-    def _markers(self, controller: IkController) -> MarkerArray:
-        """Draw the commanded chain, the targets and, where oriented, both tool frames."""
-        chain, q = controller.settings.chain, controller.stream.position
-        kinematics = chain.forward(q)
-        errors = (np.full(len(self._paths), np.nan) if controller.result is None
-                  else controller.result.errors)
-        reached = [not error > controller.settings.tolerance for error in errors]  # NaN: none
-        body = controller.body if self._free else None
-        offset = np.zeros(3) if body is None else body
-        frame = self._odom_frame if self._free else self._base_link
-        stamp = self.get_clock().now().to_msg()
-        markers = chain_markers(frame, stamp, kinematics.positions + offset,
-                                kinematics.effectors + offset, self._paths,
-                                controller.target_positions(), reached, body)
-        # Tool frames as axes where a target's orientation counts: the target's (thin) and
-        # the one the commanded joints reach.
-        oriented = [target is not None and target.orientation is not None
-                    and controller.settings.orientation_mode != 'position'
-                    for target in controller.targets]
-        if any(oriented):
-            targets = np.full((len(oriented), 4, 4), np.nan)
-            reached_frames = np.full((len(oriented), 4, 4), np.nan)
-            tools = chain.effector_poses(q)
-            tools[:, :3, 3] += offset
-            for index, target in enumerate(controller.targets):
-                if oriented[index]:
-                    targets[index] = np.eye(4)
-                    targets[index, :3, :3] = rotation_from_quaternion(target.orientation)
-                    targets[index, :3, 3] = target.position
-                    reached_frames[index] = tools[index]
-            markers.markers += frame_markers(frame, stamp, 'target_frames', targets,
-                                             TARGET_FRAME_WIDTH)
-            markers.markers += frame_markers(frame, stamp, 'reached_frames', reached_frames,
-                                             REACHED_FRAME_WIDTH)
-        return markers
+        if (controller is not None and controller.stream.position is not None
+                and self._marker_pub.get_subscription_count() > 0):
+            self._marker_pub.publish(controller_markers(
+                controller, self._paths, self._frames.frame, self.get_clock().now().to_msg()))
 
     def _publish_diagnostics(self) -> None:
         if self._controller is None:

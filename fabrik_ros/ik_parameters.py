@@ -3,10 +3,18 @@ The IK node's parameters: names, defaults, descriptors (ranges, read-only) and c
 
 Per-joint limits (`joint_limits.<joint>.<field>`), per-effector weights
 (`effector_weights.<effector>`) and `command_joints` depend on the chain and are declared
-once it is known.
+once it is known. The checks here are what no descriptor range can say; they raise
+ValueError with the reason, which the node reports (at start-up, or refusing a change).
 """
 
+from collections.abc import Mapping
+
+from fabrik_ros.chain import Chain
+from fabrik_ros.config import LIMIT_FIELDS, LIMITS_PREFIX
+from fabrik_ros.controller import model_limits, SETTING_NAMES, WEIGHTS_PREFIX
+from fabrik_ros.ik import ROOT_MODES
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.node import Node
 
 OUTPUTS = ('joint_state', 'joint_trajectory', 'forward_command')
 HARDWARE_OUTPUTS = ('joint_trajectory', 'forward_command')  # for ros2_control controllers
@@ -143,3 +151,94 @@ def check_timer_rate(name: str, rate: float) -> None:
     """Raise ValueError unless a timer rate (Hz) is 0 (off) or at least MIN_TIMER_RATE."""
     if 0.0 < rate < MIN_TIMER_RATE:
         raise ValueError(f'{name} must be 0 (off) or at least {MIN_TIMER_RATE} Hz, got {rate}')
+
+
+def check_body_timer(values: Mapping[str, object]) -> None:
+    """Raise ValueError when a free body would have no timer to move on."""
+    if values['root'] == 'free' and values['publish_rate'] == 0.0 \
+            and values['command_rate'] == 0.0:
+        raise ValueError('root free moves the body on the publish timer: publish_rate or '
+                         'command_rate must be above 0')
+
+
+def check_start(values: Mapping[str, object], feedback_is_command: bool) -> None:
+    """
+    Raise ValueError naming a start-up configuration that cannot work.
+
+    values: the node's parameters; feedback_is_command: feedback_topic and
+    joint_command_topic resolve to the same topic.
+    """
+    if values['root'] not in ROOT_MODES:
+        raise ValueError(f'root must be one of {list(ROOT_MODES)}, got {values["root"]!r}')
+    check_body_timer(values)
+    outputs = set(values['outputs'])
+    unknown = sorted(outputs - set(OUTPUTS))
+    if unknown:
+        raise ValueError(f'outputs {unknown} unknown; choose from {list(OUTPUTS)}')
+    to_hardware = sorted(outputs & set(HARDWARE_OUTPUTS))
+    if to_hardware and not values['feedback_topic']:
+        raise ValueError(f'outputs {to_hardware} drive an arm: set feedback_topic to its '
+                         'measured joint states, so that commands start where the arm is '
+                         '(without it the node could only assume a pose)')
+    if values['feedback_topic'] and 'joint_state' in outputs and feedback_is_command:
+        raise ValueError(f'feedback_topic and joint_command_topic are both '
+                         f"'{values['joint_command_topic']}': the node would take its own "
+                         'commands for the measured state')
+    for name in TIMER_RATES:  # check_update checks later changes
+        check_timer_rate(name, values[name])
+
+
+def check_update(values: Mapping[str, object], updates: Mapping[str, object]) -> None:
+    """Raise ValueError when updates to the parameters `values` break a timer."""
+    for name in TIMER_RATES & updates.keys():
+        check_timer_rate(name, updates[name])
+    if 'publish_rate' in updates:
+        check_body_timer({**values, **updates})
+
+
+def chain_dependent(name: str) -> bool:
+    """Tell whether a parameter is declared per chain (what the user set is kept for a new one)."""
+    return name.startswith((LIMITS_PREFIX, WEIGHTS_PREFIX)) or name == 'command_joints'
+
+
+def user_set_chain_parameters(node: Node) -> dict[str, object]:
+    """
+    Return the chain-dependent parameters the user set at start-up (params file, -p).
+
+    rclpy has no public way to read overrides of parameters that are not declared yet
+    (Humble through Rolling: only declare_parameter consults them, and
+    automatically_declare_parameters_from_overrides declares every override untyped).
+    These names depend on the chain, which may come later from robot_description, and a
+    misspelled one must be refused by name; so this reads Node._parameter_overrides, the
+    dict every rclpy since Foxy fills in Node.__init__. Kept to this one place.
+    """
+    return {name: override.value for name, override in node._parameter_overrides.items()
+            if chain_dependent(name)}
+
+
+def setting_values(model: Chain, current: Mapping[str, object],
+                   user_set: Mapping[str, object],
+                   updates: Mapping[str, object]) -> dict[str, object]:
+    """
+    Return the parameters Settings are made of for `model`.
+
+    current: the SETTING_NAMES parameters as they are; then the model's limits, what the
+    user set (limits, weights) and the updates being applied, each over the one before.
+    """
+    values = {name: current[name] for name in SETTING_NAMES}
+    values.update(model_limits(model, values['default_max_velocity'],
+                               values['default_max_acceleration']))
+    values.update((name, value) for name, value in user_set.items()
+                  if name.startswith((LIMITS_PREFIX, WEIGHTS_PREFIX)))
+    values.update(updates)
+    return values
+
+
+def chain_declarations(model: Chain, values: Mapping[str, object]) -> list[tuple]:
+    """Return (name, value, descriptor) of the model's per-joint and per-effector parameters."""
+    limits = [(f'{LIMITS_PREFIX}{joint}.{field}', values[f'{LIMITS_PREFIX}{joint}.{field}'],
+               limit_descriptor(joint, field))
+              for joint in model.joint_names for field in LIMIT_FIELDS]
+    weights = [(f'{WEIGHTS_PREFIX}{name}', float(values.get(f'{WEIGHTS_PREFIX}{name}', 0.0)),
+                weight_descriptor(name)) for name in model.effector_names]
+    return limits + weights

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from fabrik_ros.chain import quaternion_from_rotation, rotation_from_quaternion
+from fabrik_ros.controller import IkController
 from fabrik_ros.ik import MAX_COORDINATE_M
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, TransformStamped
 import numpy as np
@@ -249,4 +250,41 @@ def frame_markers(frame_id: str, stamp: Time, namespace: str, frames: np.ndarray
         axes.points = _points(np.vstack([(origin, end) for end in ends]))
         axes.colors = [colour for colour in AXIS_COLOURS for _ in range(2)]
         markers.append(axes)
+    return markers
+
+
+def controller_markers(controller: IkController, paths: Sequence[Sequence[int]],
+                       frame_id: str, stamp: Time) -> MarkerArray:
+    """
+    Draw what the controller commands: the chain, its targets and, where oriented, tool frames.
+
+    Tool frames as axes: the target's (thin) and the one the commanded joints reach. paths
+    come from branch_paths; frame_id is the controller's frame. Needs a command.
+    """
+    chain, q = controller.settings.chain, controller.stream.position
+    kinematics = chain.forward(q)
+    errors = (np.full(len(paths), np.nan) if controller.result is None
+              else controller.result.errors)
+    reached = [not error > controller.settings.tolerance for error in errors]  # NaN: none
+    body = controller.body if controller.free else None
+    markers = chain_markers(frame_id, stamp, kinematics.positions + controller.body,
+                            kinematics.effectors + controller.body, paths,
+                            controller.target_positions(), reached, body)
+    oriented = [target is not None and target.orientation is not None
+                and controller.settings.orientation_mode != 'position'
+                for target in controller.targets]
+    if any(oriented):
+        targets = np.full((len(oriented), 4, 4), np.nan)
+        reached_frames = np.full((len(oriented), 4, 4), np.nan)
+        tools = controller.tool_frames()
+        for index, target in enumerate(controller.targets):
+            if oriented[index]:
+                targets[index] = np.eye(4)
+                targets[index, :3, :3] = rotation_from_quaternion(target.orientation)
+                targets[index, :3, 3] = target.position
+                reached_frames[index] = tools[index]
+        markers.markers += frame_markers(frame_id, stamp, 'target_frames', targets,
+                                         TARGET_FRAME_WIDTH)
+        markers.markers += frame_markers(frame_id, stamp, 'reached_frames', reached_frames,
+                                         REACHED_FRAME_WIDTH)
     return markers

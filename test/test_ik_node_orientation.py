@@ -13,9 +13,11 @@ from collections.abc import Iterator
 import math
 from typing import Any
 
+from builtin_interfaces.msg import Time
 from fabrik_ros import target_markers
 from fabrik_ros.chain import quaternion_from_rotation
 from fabrik_ros.ik_node import IkNode
+from fabrik_ros.messages import controller_markers
 from fabrik_ros.paths import rotation_angles
 from geometry_msgs.msg import PointStamped, PoseStamped
 import numpy as np
@@ -121,11 +123,16 @@ def test_orientation_parameters_take_effect_on_the_next_solve(make_node):
     assert node._controller.status(0.0, 1.0).values['orientation_mode'] == 'axis'
 
 
+def drawn(node: IkNode) -> list:
+    """Return the markers the node would publish now."""
+    return controller_markers(node._controller, node._paths, 'base_link', Time()).markers
+
+
 def test_markers_show_the_target_and_reached_tool_frames(make_node):
     node = make_node()
     goal = node._model.tip_pose(POSE)
     node._on_pose(pose_message(goal))
-    markers = {(m.ns, m.id): m for m in node._markers(node._controller).markers}
+    markers = {(m.ns, m.id): m for m in drawn(node)}
     target, reached = markers['target_frames', 0], markers['reached_frames', 0]
     for frame, marker in ((goal, target),
                           (node._model.tip_pose(node._controller.stream.position), reached)):
@@ -136,10 +143,10 @@ def test_markers_show_the_target_and_reached_tool_frames(make_node):
         assert np.allclose(directions, frame[:3, :3].T, atol=1e-9)
     assert target.scale.x < reached.scale.x, 'the thin target frame lets the reached one show'
     node._on_point(PointStamped())  # position-only now: no frames
-    assert not [m for m in node._markers(node._controller).markers if 'frames' in m.ns]
+    assert not [m for m in drawn(node) if 'frames' in m.ns]
     node.set_parameters([Parameter('orientation_mode', value='position')])
     node._on_pose(pose_message(goal))  # orientations ignored: no frames either
-    assert not [m for m in node._markers(node._controller).markers if 'frames' in m.ns]
+    assert not [m for m in drawn(node) if 'frames' in m.ns]
 
 
 def test_a_tree_with_draggable_targets_takes_targets_for_each_effector(make_node):
