@@ -34,11 +34,10 @@ from fabrik_ros.ik_parameters import (chain_declarations, chain_dependent, check
                                       check_update, COMMAND_JOINTS_DESCRIPTOR, descriptor,
                                       NODE_PARAMETERS, setting_values, TIMER_RATES,
                                       user_set_chain_parameters)
-from fabrik_ros.messages import (body_pose, body_transform, branch_paths, controller_markers,
-                                 diagnostic_array, joint_state, joint_trajectory,
-                                 point_array,
-                                 pose_message, quaternion_array, TargetError)
+from fabrik_ros.messages import (branch_paths, controller_markers, diagnostic_array,
+                                 point_array, pose_message, quaternion_array, TargetError)
 from fabrik_ros.node_main import run_node
+from fabrik_ros.outputs import BodyOutputs, CommandOutputs
 from fabrik_ros.target_frames import TargetFrames
 from fabrik_ros.target_markers import TargetMarkers
 from geometry_msgs.msg import PointStamped, PoseStamped
@@ -51,25 +50,16 @@ from rclpy.qos import (DurabilityPolicy, qos_profile_sensor_data, QoSProfile,
                        ReliabilityPolicy)
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, Header, String
+from std_msgs.msg import Header, String
 from std_srvs.srv import SetBool, Trigger
-from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
-
-try:  # tf2_msgs comes with a ROS install but has no PyPI wheel: ~/body_pose has it all too.
-    from tf2_msgs.msg import TFMessage
-except ImportError:
-    TFMessage = None
 
 DIAGNOSTICS_PERIOD = 1.0  # seconds
 TARGET_MARKER_SCALE = 0.25  # of the longest reach: the size of the draggable targets
 WARNING_THROTTLE = 2.0  # seconds between repeats of one kind of warning
 LEVELS = {'OK': DiagnosticStatus.OK, 'WARN': DiagnosticStatus.WARN}
-# A trajectory point due at once would make a JointTrajectoryController jump to it.
-MIN_TRAJECTORY_DURATION = 0.01  # seconds
 # Target topics keep one message: a newer target replaces an unsolved one (no backlog).
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-TF_QOS = QoSProfile(depth=100)  # tf2_ros.TransformBroadcaster's
 # Like robot_state_publisher: late joiners still get the last description.
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -107,22 +97,10 @@ class IkNode(Node):
         self._target_markers: TargetMarkers | None = None
         self._frames = TargetFrames(self, self._base_link, self._odom_frame, self._free)
 
-        self._command_pubs = {
-            output: self.create_publisher(msg_type, topic, 10) for output, msg_type, topic in (
-                ('joint_state', JointState, command_topic),
-                ('joint_trajectory', JointTrajectory, '~/joint_trajectory'),
-                ('forward_command', Float64MultiArray, '~/commands'))
-            if output in outputs}
+        self._commands = CommandOutputs(self, outputs, command_topic)
+        self._body = BodyOutputs(self, self._odom_frame, self._base_link) if self._free else None
         self._marker_pub = self.create_publisher(MarkerArray, '~/markers', 1)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._body_pub = self._tf_pub = None
-        if self._free:
-            self._body_pub = self.create_publisher(PoseStamped, '~/body_pose', 10)
-            if TFMessage is None:
-                self.get_logger().warning('tf2_msgs is not installed: the body pose goes to '
-                                          '~/body_pose only, not to TF')
-            else:
-                self._tf_pub = self.create_publisher(TFMessage, '/tf', TF_QOS)
 
         self.create_subscription(PoseStamped, 'target_pose', self._on_pose, TARGET_QOS)
         if self._rviz_targets:
@@ -353,7 +331,7 @@ class IkNode(Node):
             update = self._controller.tick(time.monotonic())
             self._apply(update)
             if self._free and update.command is None:  # TF goes on while nothing moves
-                self._publish_body()
+                self._body.publish(self._controller.body)
 
     def _on_enable(self, request: SetBool.Request,
                    response: SetBool.Response) -> SetBool.Response:
@@ -385,22 +363,8 @@ class IkNode(Node):
         if command is None:
             return
         if self._free:  # the body moves with the commands
-            self._publish_body()
-        if 'joint_state' in self._command_pubs:
-            # Every joint, mimic followers included: robot_state_publisher needs them all.
-            msg = joint_state(self._model.all_joint_names, self._model.expand(command.position),
-                              self.get_clock().now().to_msg())
-            if command.velocity is not None:
-                msg.velocity = self._model.expand_velocity(command.velocity).tolist()
-            self._command_pubs['joint_state'].publish(msg)
-        if 'joint_trajectory' in self._command_pubs:
-            self._command_pubs['joint_trajectory'].publish(joint_trajectory(
-                self._model.joint_names, command.position,
-                max(self._controller.duration(command), MIN_TRAJECTORY_DURATION)))
-        if 'forward_command' in self._command_pubs:
-            order = self._controller.command_order
-            self._command_pubs['forward_command'].publish(
-                Float64MultiArray(data=command.position[order].tolist()))
+            self._body.publish(self._controller.body)
+        self._commands.publish(self._model, self._controller, command)
 
     def _log(self, kind: str, text: str) -> None:
         """Log a warning; each kind is throttled on its own."""
@@ -408,14 +372,6 @@ class IkNode(Node):
         if now - self._refusal_logged.get(kind, -np.inf) >= WARNING_THROTTLE:
             self._refusal_logged[kind] = now
             self.get_logger().warning(text)
-
-    def _publish_body(self) -> None:
-        """Publish the free body's pose: TF odom_frame -> base_link and ~/body_pose."""
-        transform = body_transform(self.get_clock().now().to_msg(), self._odom_frame,
-                                   self._base_link, self._controller.body)
-        if self._tf_pub is not None:
-            self._tf_pub.publish(TFMessage(transforms=[transform]))
-        self._body_pub.publish(body_pose(transform))
 
     def _publish_markers(self) -> None:
         controller = self._controller

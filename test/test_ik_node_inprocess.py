@@ -18,8 +18,9 @@ from typing import Any
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import load_config
 from fabrik_ros.controller import Target
-from fabrik_ros.ik_node import IkNode, TFMessage
+from fabrik_ros.ik_node import IkNode
 from fabrik_ros.node_main import run_node
+from fabrik_ros.outputs import TFMessage
 from fabrik_ros.sim_arm import SimArm
 import numpy as np
 import pytest
@@ -178,7 +179,7 @@ def test_joint_states_carry_the_mimic_followers(make_node):
     node = make_node(robot_description_file='urdf/finger.urdf', base_link='palm',
                      tip_links=['fingertip'])
     published = []
-    node._command_pubs['joint_state'].publish = published.append
+    node._commands.publishers['joint_state'].publish = published.append
     chain = node._model
     target = chain.tip_position(chain.clip([0.1, 0.05, 0.6]))
     node._on_target(Target(target), Header(frame_id='palm'), None)
@@ -215,9 +216,9 @@ def test_a_free_body_is_published_in_the_odometry_frame(make_node):
     """Targets in odom move the body; ~/body_pose and TF say where it is, markers show it."""
     node = spider(make_node)
     poses, transforms = [], []
-    node._body_pub.publish = poses.append
-    if node._tf_pub is not None:
-        node._tf_pub.publish = transforms.append
+    node._body.pose_publisher.publish = poses.append
+    if node._body.tf_publisher is not None:
+        node._body.tf_publisher.publish = transforms.append
     chain, controller = node._model, node._controller
     shift = np.array([0.3, 0.0, 0.0])
     feet = chain.effector_positions(chain.neutral()) + [0.0, 0.0, -0.1]
