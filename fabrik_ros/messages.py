@@ -6,6 +6,7 @@ and tests can check them without DDS.
 """
 
 from collections.abc import Sequence
+import math
 
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -36,13 +37,12 @@ class TargetError(ValueError):
 
 def point_array(point: Point) -> np.ndarray:
     """Return a geometry_msgs Point as a (3,) array, refusing NaN, inf and absurd sizes."""
-    xyz = np.array([point.x, point.y, point.z], dtype=float)
-    if not np.all(np.isfinite(xyz)):
-        raise TargetError(f'target position {xyz.tolist()} is not finite')
-    if np.abs(xyz).max() > MAX_COORDINATE_M:
-        raise TargetError(f'target position {xyz.tolist()} is farther than '
-                          f'{MAX_COORDINATE_M:g} m')
-    return xyz
+    xyz = [point.x, point.y, point.z]  # plain floats: checks on them cost no numpy call
+    if not all(map(math.isfinite, xyz)):
+        raise TargetError(f'target position {xyz} is not finite')
+    if max(map(abs, xyz)) > MAX_COORDINATE_M:
+        raise TargetError(f'target position {xyz} is farther than {MAX_COORDINATE_M:g} m')
+    return np.array(xyz)
 
 
 def quaternion_array(quaternion: Quaternion) -> np.ndarray:
@@ -52,16 +52,15 @@ def quaternion_array(quaternion: Quaternion) -> np.ndarray:
     Refuses NaN/inf, norms that overflow (the result would be all zeros) and (near) zero
     quaternions, which describe no rotation at all.
     """
-    xyzw = np.array([quaternion.x, quaternion.y, quaternion.z, quaternion.w], dtype=float)
-    if not np.all(np.isfinite(xyzw)):
-        raise TargetError(f'target orientation {xyzw.tolist()} is not finite')
-    with np.errstate(over='ignore'):
-        norm = float(np.linalg.norm(xyzw))
-    if not np.isfinite(norm):
-        raise TargetError(f'target orientation {xyzw.tolist()} has a norm that overflows')
+    xyzw = [quaternion.x, quaternion.y, quaternion.z, quaternion.w]
+    if not all(map(math.isfinite, xyzw)):
+        raise TargetError(f'target orientation {xyzw} is not finite')
+    norm = math.sqrt(sum(value * value for value in xyzw))  # inf where it overflows
+    if not math.isfinite(norm):
+        raise TargetError(f'target orientation {xyzw} has a norm that overflows')
     if norm < MIN_QUATERNION_NORM:
-        raise TargetError(f'target orientation {xyzw.tolist()} is a zero quaternion')
-    return xyzw / norm
+        raise TargetError(f'target orientation {xyzw} is a zero quaternion')
+    return np.array(xyzw) / norm
 
 
 def transform_point(translation: np.ndarray, xyzw: np.ndarray,
