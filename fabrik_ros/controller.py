@@ -514,11 +514,13 @@ class IkController:
         if self._solver is None:
             self._solver = settings.solver()
         targets = self.target_positions()
-        orientations = self.target_orientations()
-        if settings.orientation_mode == 'position' or np.isnan(orientations).all():
-            orientations = None  # position-only: the solve exactly as without orientations
-        elif len(orientations) == 1:
-            orientations = orientations[0]
+        orientations = None  # position-only: the solve exactly as without orientations
+        if settings.orientation_mode != 'position' and any(
+                target is not None and target.orientation is not None
+                for target in self.targets):
+            orientations = self.target_orientations()
+            if len(orientations) == 1:
+                orientations = orientations[0]
         # Closed loop: start from where the arm is when it is measured; the body from
         # where it is (its pose is not measured) or, open loop, where it is heading.
         seed = self.measured if self.feedback else stream.goal
@@ -535,7 +537,7 @@ class IkController:
             self._forget()  # refused targets must not block the next ones
             return self.refuse('solver', str(error))
         seconds = time.perf_counter() - start
-        if not (np.all(np.isfinite(result.q)) and np.all(np.isfinite(result.base_position))):
+        if not (np.isfinite(result.q).all() and np.isfinite(result.base_position).all()):
             self._forget()
             return self.refuse('solver', f'solver returned non-finite joint angles '
                                f'{result.q.tolist()} or base {result.base_position.tolist()}')
@@ -550,7 +552,8 @@ class IkController:
             self.body_goal = origin + result.base_position
         update = Update()
         if stream.dt is None:  # a command per solution: the body moves with it
-            self._move_body(now)
+            if self.free:
+                self._move_body(now)
             update.command = self._step()
         if not result.reached:
             update.warnings.append(('reach', 'target out of reach: stretched toward it, '
