@@ -22,18 +22,19 @@ effector (fabrik_ros.target_markers, where interactive_markers is installed) is 
 to drag in six degrees of freedom.
 """
 
+import math
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMITS_PREFIX,
                                package_share_dir)
-from fabrik_ros.controller import (IkController, SETTING_NAMES, Settings, Target, Update,
-                                   WEIGHTS_PREFIX)
+from fabrik_ros.controller import (IkController, SETTING_NAMES, Settings, Status, Target,
+                                   Update, WEIGHTS_PREFIX)
 from fabrik_ros.ik_parameters import (chain_declarations, chain_dependent, check_start,
-                                      check_update, COMMAND_JOINTS_DESCRIPTOR, descriptor,
-                                      NODE_PARAMETERS, setting_values, TIMER_RATES,
-                                      user_set_chain_parameters)
+                                      check_update, COMMAND_JOINTS_DESCRIPTOR,
+                                      declare_node_parameters, NODE_PARAMETERS,
+                                      setting_values, TIMER_RATES, user_set_chain_parameters)
 from fabrik_ros.messages import (branch_paths, controller_markers, diagnostic_array,
                                  point_array, pose_message, quaternion_array, TargetError)
 from fabrik_ros.node_main import run_node
@@ -41,7 +42,6 @@ from fabrik_ros.outputs import BodyOutputs, CommandOutputs
 from fabrik_ros.target_frames import TargetFrames
 from fabrik_ros.target_markers import TargetMarkers
 from geometry_msgs.msg import PointStamped, PoseStamped
-import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.expand_topic_name import expand_topic_name
 from rclpy.node import Node
@@ -55,9 +55,7 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
 DIAGNOSTICS_PERIOD = 1.0  # seconds
-TARGET_MARKER_SCALE = 0.25  # of the longest reach: the size of the draggable targets
 WARNING_THROTTLE = 2.0  # seconds between repeats of one kind of warning
-LEVELS = {'OK': DiagnosticStatus.OK, 'WARN': DiagnosticStatus.WARN}
 # Target topics keep one message: a newer target replaces an unsolved one (no backlog).
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # Like robot_state_publisher: late joiners still get the last description.
@@ -71,10 +69,7 @@ class IkNode(Node):
     def __init__(self, **kwargs) -> None:
         """Declare parameters, wire topics and services, load the chain (or wait for it)."""
         super().__init__('ik_node', **kwargs)
-        self.declare_parameters('', [(name, default, desc) for name, (default, desc)
-                                     in NODE_PARAMETERS.items()])
-        self.declare_parameters('', [(name, default, descriptor(text, read_only=True))
-                                     for name, (default, text) in CHAIN_PARAMETERS.items()])
+        declare_node_parameters(self)
         param = self._param
         self._base_link = param('base_link')
         self._free = param('root') == 'free'
@@ -214,11 +209,9 @@ class IkNode(Node):
         """(Re)start the draggable targets, one per effector, at the commanded tool frames."""
         if self._target_markers is not None:
             self._target_markers.shutdown()
-        frames = controller.tool_frames()
-        reach = float(np.max(np.linalg.norm(frames[:, :3, 3] - controller.body, axis=1)))
-        self._target_markers = TargetMarkers.start(
-            self, self._frames.frame, model.effector_names, [pose_message(f) for f in frames],
-            max(TARGET_MARKER_SCALE * reach, 0.05), self._on_dragged)
+        self._target_markers = TargetMarkers.at_frames(
+            self, self._frames.frame, model.effector_names, controller.tool_frames(),
+            controller.body, self._on_dragged)
 
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a change as a whole; commit it only when all of it is usable."""
@@ -369,7 +362,7 @@ class IkNode(Node):
     def _log(self, kind: str, text: str) -> None:
         """Log a warning; each kind is throttled on its own."""
         now = time.monotonic()
-        if now - self._refusal_logged.get(kind, -np.inf) >= WARNING_THROTTLE:
+        if now - self._refusal_logged.get(kind, -math.inf) >= WARNING_THROTTLE:
             self._refusal_logged[kind] = now
             self.get_logger().warning(text)
 
@@ -381,14 +374,12 @@ class IkNode(Node):
                 controller, self._paths, self._frames.frame, self.get_clock().now().to_msg()))
 
     def _publish_diagnostics(self) -> None:
-        if self._controller is None:
-            level, message, values = DiagnosticStatus.WARN, 'waiting for robot_description', {}
-        else:
-            status = self._controller.status(time.monotonic(), DIAGNOSTICS_PERIOD)
-            level, message, values = LEVELS[status.level], status.message, status.values
+        status = (Status('WARN', 'waiting for robot_description', {})
+                  if self._controller is None
+                  else self._controller.status(time.monotonic(), DIAGNOSTICS_PERIOD))
         self._diagnostics_pub.publish(diagnostic_array(
             self.get_clock().now().to_msg(), f'{self.get_fully_qualified_name()}: IK',
-            self._base_link, level, message, values))
+            self._base_link, status))
 
 
 def main(args: list[str] | None = None) -> None:

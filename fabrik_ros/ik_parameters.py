@@ -10,7 +10,7 @@ ValueError with the reason, which the node reports (at start-up, or refusing a c
 from collections.abc import Mapping
 
 from fabrik_ros.chain import Chain
-from fabrik_ros.config import LIMIT_FIELDS, LIMITS_PREFIX
+from fabrik_ros.config import CHAIN_PARAMETERS, LIMIT_FIELDS, LIMITS_PREFIX
 from fabrik_ros.controller import model_limits, SETTING_NAMES, WEIGHTS_PREFIX
 from fabrik_ros.ik import ROOT_MODES
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
@@ -151,6 +151,14 @@ def check_timer_rate(name: str, rate: float) -> None:
     """Raise ValueError unless a timer rate (Hz) is 0 (off) or at least MIN_TIMER_RATE."""
     if 0.0 < rate < MIN_TIMER_RATE:
         raise ValueError(f'{name} must be 0 (off) or at least {MIN_TIMER_RATE} Hz, got {rate}')
+
+
+def declare_node_parameters(node: Node) -> None:
+    """Declare the parameters every IK node has (the chain's come with the chain)."""
+    node.declare_parameters('', [(name, default, desc) for name, (default, desc)
+                                 in NODE_PARAMETERS.items()])
+    node.declare_parameters('', [(name, default, descriptor(text, read_only=True))
+                                 for name, (default, text) in CHAIN_PARAMETERS.items()])
 
 
 def check_body_timer(values: Mapping[str, object]) -> None:

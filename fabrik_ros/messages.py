@@ -11,7 +11,7 @@ import math
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from fabrik_ros.chain import quaternion_from_rotation, rotation_from_quaternion
-from fabrik_ros.controller import IkController
+from fabrik_ros.controller import IkController, Status
 from fabrik_ros.ik import MAX_COORDINATE_M
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, TransformStamped
 import numpy as np
@@ -28,6 +28,7 @@ LINK_WIDTH = 0.012  # metres
 TARGET_DIAMETER = 0.04  # metres
 BODY_SIZE = 0.06  # metres, the cube that marks a free body
 BODY_COLOUR = ColorRGBA(r=0.2, g=0.4, b=0.9, a=0.8)
+DIAGNOSTIC_LEVELS = {'OK': DiagnosticStatus.OK, 'WARN': DiagnosticStatus.WARN}
 MIN_QUATERNION_NORM = 1e-6  # below this a quaternion has no orientation (e.g. all zeros)
 
 
@@ -202,13 +203,14 @@ def body_pose(transform: TransformStamped) -> PoseStamped:
     return msg
 
 
-def diagnostic_array(stamp: Time, name: str, hardware_id: str, level: bytes,
-                     message: str, values: dict[str, object]) -> DiagnosticArray:
+def diagnostic_array(stamp: Time, name: str, hardware_id: str,
+                     status: Status) -> DiagnosticArray:
     """Build a one-status DiagnosticArray; values are shown as key/value strings."""
-    status = DiagnosticStatus(level=level, name=name, message=message,
-                              hardware_id=hardware_id)
-    status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
-    msg = DiagnosticArray(status=[status])
+    message = DiagnosticStatus(level=DIAGNOSTIC_LEVELS[status.level], name=name,
+                               message=status.message, hardware_id=hardware_id)
+    message.values = [KeyValue(key=key, value=str(value))
+                      for key, value in status.values.items()]
+    msg = DiagnosticArray(status=[message])
     msg.header.stamp = stamp
     return msg
 

@@ -15,8 +15,9 @@ The marker and feedback conversions here need only visualization_msgs.
 from collections.abc import Callable, Sequence
 import math
 
-from fabrik_ros.messages import TARGET_COLOUR
+from fabrik_ros.messages import pose_message, TARGET_COLOUR
 from geometry_msgs.msg import Pose, PoseStamped, Quaternion
+import numpy as np
 from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl,
                                     InteractiveMarkerFeedback, Marker)
 
@@ -26,6 +27,8 @@ except ImportError:  # not on PyPI; a ROS install has it (package.xml exec_depen
     InteractiveMarkerServer = None
 
 NAMESPACE = '~/target'  # topics <node>/target/update and /feedback, as rviz/arm.rviz shows
+REACH_SCALE = 0.25  # of the longest reach: the size of the draggable targets
+MIN_SCALE = 0.05  # metres
 HALF = math.sqrt(0.5)
 # Control orientations that turn a control's x axis onto the marker's x, y and z axes.
 CONTROL_AXES = {'x': Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
@@ -95,6 +98,15 @@ class TargetMarkers:
             return None
         return cls(InteractiveMarkerServer(node, NAMESPACE), frame_id, names, poses, scale,
                    on_target)
+
+    @classmethod
+    def at_frames(cls, node, frame_id: str, names: Sequence[str], frames: np.ndarray,
+                  base: np.ndarray,
+                  on_target: Callable[[PoseStamped, int], None]) -> 'TargetMarkers | None':
+        """Serve one marker per (4, 4) frame, sized to the farthest from `base` (metres)."""
+        reach = float(np.max(np.linalg.norm(frames[:, :3, 3] - base, axis=1)))
+        return cls.start(node, frame_id, names, [pose_message(frame) for frame in frames],
+                         max(REACH_SCALE * reach, MIN_SCALE), on_target)
 
     def _on_feedback(self, feedback: InteractiveMarkerFeedback) -> None:
         pose = pose_from_feedback(feedback)
