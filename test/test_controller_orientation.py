@@ -105,3 +105,21 @@ def test_unusable_orientation_settings_are_refused_by_name(arm, values, reason):
 def test_the_tool_axis_is_normalised(arm):
     assert Settings.from_parameters(arm, {**BASE, 'tool_axis': [0.0, 2.0, 0.0]}).tool_axis == (
         0.0, 1.0, 0.0)
+
+
+def test_the_target_frame_shown_is_the_targets_pose_or_its_position_at_the_commanded_turn(arm):
+    """What a draggable marker shows: the target in force, by identity of the target taken."""
+    goal = arm.tip_pose(POSES[0])
+    ik = controller(arm)
+    assert np.allclose(ik.tool_frames()[0], arm.tip_pose(arm.neutral()))  # before any command
+    oriented = Target(goal[:3, 3], quaternion(goal))
+    ik.on_target(None, oriented, 0.0)
+    assert ik.effector_of(oriented) == 0
+    assert ik.effector_of(Target(goal[:3, 3].copy())) is None  # an equal one is not it
+    assert np.allclose(ik.target_frame(0), goal)
+    assert np.allclose(ik.tool_frames()[0], arm.tip_pose(ik.stream.position))
+    point = Target(arm.tip_pose(POSES[1])[:3, 3])
+    ik.on_target(None, point, 0.0)
+    shown = ik.target_frame(0)
+    assert np.allclose(shown[:3, 3], point.position)
+    assert np.allclose(shown[:3, :3], arm.tip_pose(ik.stream.position)[:3, :3])
