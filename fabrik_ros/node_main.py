@@ -60,6 +60,10 @@ def run_node(make_node: Callable[[], Node], name: str, args: list[str] | None = 
     error (an unreadable --params-file, a ValueError such as a ChainError, a refused
     parameter) is logged in one line under `name` and the process exits with status 1.
     """
+    # Ctrl-C stops the node through rclpy's own handler (the context shuts down, spin
+    # returns). Python's would raise KeyboardInterrupt at any bytecode: also inside the
+    # clean-up below, where launch's SIGINT lands after the terminal's.
+    signal.signal(signal.SIGINT, _no_keyboard_interrupt)
     problem = params_file_problem(sys.argv if args is None else args)
     if problem:
         rclpy.logging.get_logger(name).fatal(f'cannot start: {problem}')
@@ -86,11 +90,14 @@ def run_node(make_node: Callable[[], Node], name: str, args: list[str] | None = 
         rclpy.logging.get_logger(name).fatal(f'cannot start: {error}')
         raise SystemExit(1) from None
     finally:
-        # Shutting down: a further Ctrl-C must not interrupt the clean-up with a traceback.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if node is not None:
             node.destroy_node()
         if rclpy.ok():  # rclpy.try_shutdown() is newer than Humble
             rclpy.shutdown()
-            # shutdown() gives SIGINT back to Python, which would raise in the exit.
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # Python's exit would put SIGINT back to its default action, which kills: a late
+        # Ctrl-C is ignored instead.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _no_keyboard_interrupt(signum: int, frame: object) -> None:
+    """Take SIGINT without raising: rclpy's handler, installed over this one, stops spin."""

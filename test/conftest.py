@@ -36,8 +36,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ['ROS_LOCALHOST_ONLY'] = '1'
 # Parallel pytest runs (two developers, CI next to a demo) must not see each other's nodes:
-# each process gets its own domain in 1..100 unless the caller chose one.
+# each process gets its own domain in 1..100 unless the caller chose one, and each
+# pytest-xdist worker (gw0, gw1, ...) the next ones after it.
 os.environ.setdefault('ROS_DOMAIN_ID', str(os.getpid() % 100 + 1))
+_WORKER = os.environ.get('PYTEST_XDIST_WORKER', '')
+if _WORKER.startswith('gw'):
+    os.environ['ROS_DOMAIN_ID'] = str(
+        (int(os.environ['ROS_DOMAIN_ID']) + int(_WORKER[2:])) % 100 + 1)
 # A shell starts background commands with SIGINT ignored, and children inherit that: nodes
 # started by tests would then ignore the Ctrl-C that stops them. Restore the default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
