@@ -19,8 +19,8 @@ Forward kinematics is checked against an independent reading of each URDF (plain
 homogeneous transforms, written here from the URDF specification), for our prismatic and
 mimic robots and for descriptions that ship in PyPI packages with their grippers, as
 drivers publish them: airo-models (UR5e, Robotiq 2F-85, in requirements.txt) and
-example-robot-data (Franka Panda with its hand; optional, 130 MB). Tests of a package that
-is not installed skip, saying which.
+example-robot-data (Franka Panda with its hand, in requirements.txt too). Tests of a
+package that is not installed skip, saying which.
 """
 
 from importlib import metadata
@@ -109,8 +109,7 @@ def _example_robot_data(relative: str) -> str:
         share = metadata.distribution('example-robot-data').locate_file(
             'cmeel.prefix/share/example-robot-data/robots')
     except metadata.PackageNotFoundError:
-        pytest.skip('example-robot-data is not installed (optional, 130 MB: '
-                    'pip install example-robot-data==6.0.0)')
+        pytest.skip('example-robot-data is not installed (pip install -r requirements.txt)')
     return (Path(share) / relative).read_text()
 
 
