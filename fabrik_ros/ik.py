@@ -13,7 +13,10 @@
 # limitations under the License.
 
 """
-FABRIK inverse kinematics on revolute-joint chains and trees, with exact joint angles.
+FABRIK inverse kinematics on chains and trees of revolute, prismatic and mimic joints.
+
+Targets are positions or full poses (orientation per effector: full, a free roll about a
+tool axis, or none); the answer's joint values are exact (FK-consistent) and within limits.
 
 The solver sees the model as points, FABRIK style: the base, the distinct joint origins
 (co-located joints such as a spherical wrist form one multi-axis point) and the effectors.
