@@ -1525,9 +1525,12 @@ class IkSolver:
         passes = [(groups, pass_stretch) for groups, pass_stretch
                   in ((near, {}), (far, stretch)) if groups]
         # Meanwhile the groups of the second pass stay at the seed.
-        waiting = [i for group in far for i in group.effectors] if near else []
-        rest = start.q, sum(weights[i] * math.dist(
-            goals[i], start.points[tree.effectors[i].point]) ** 2 for i in waiting)
+        # Their objective is summed as _Solve.score will sum it (effector order, d * d: d ** 2
+        # rounds differently), so the logged best error does not rise where the passes meet.
+        waiting = sorted(i for group in far for i in group.effectors) if near else []
+        distances = [math.dist(goals[i], start.points[tree.effectors[i].point])
+                     for i in waiting]
+        rest = start.q, sum(weights[i] * (d * d) for i, d in zip(waiting, distances))
         solve = None
         for groups, pass_stretch in passes:
             fits = tree_fits
