@@ -86,7 +86,7 @@ def rotation_from_quaternion(xyzw: Sequence[float]) -> np.ndarray:
 
 def rotation_tuple(xyzw: Sequence[float]) -> tuple[float, ...]:
     """Return the rotation of a unit quaternion (x, y, z, w) as a row-major 9-tuple of floats."""
-    x, y, z, w = (float(v) for v in xyzw)
+    x, y, z, w = map(float, xyzw)
     return (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
             2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
             2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y))

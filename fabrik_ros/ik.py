@@ -387,9 +387,14 @@ class _Tree:
                 if first <= k < stop))
         self._forward = _compiled_sweep(self)
         # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).
-        self._columns = [tuple((j, self.joints[j].coordinate, self.joints[j].multiplier,
+        self.columns = [tuple((j, self.joints[j].coordinate, self.joints[j].multiplier,
                                 self.joints[j].prismatic) for j in effector.joints)
                          for effector in self.effectors]
+        self.tool_points = [effector.point for effector in self.effectors[:self.tools]]
+        # Per effector, the joints that turn it: (joint, coordinate, multiplier); a slide
+        # does not, and a mimic joint adds its column, times its multiplier, to its leader's.
+        self.turning = [tuple((j, c, m) for j, c, m, prismatic in columns if not prismatic)
+                        for columns in self.columns]
         # Root-to-tip passes, compiled per fit list on first use: {ids of the fits: (fits,
         # function)}; holding the fits keeps their ids unique.
         self._fittings: dict[tuple[int, ...], tuple[list[_Fit], Callable]] = {}
@@ -546,7 +551,7 @@ class _Tree:
         rows = []
         frames = state.frames
         for effector, columns in zip(map(self.effectors.__getitem__, effectors),
-                                     map(self._columns.__getitem__, effectors)):
+                                     map(self.columns.__getitem__, effectors)):
             ex, ey, ez = state.points[effector.point]
             row_x, row_y, row_z = [0.0] * width, [0.0] * width, [0.0] * width
             for j, c, m, prismatic in columns:
@@ -1120,27 +1125,30 @@ class _Orientations:
         """
         width = len(rows[0])
         scale = self.scale
-        joints = self.tree.joints
-        for (index, mode, _, axis, _), (_, vector, reached) in zip(self.items,
-                                                                   self.errors(state)):
+        frames = state.frames
+        turning = self.tree.turning
+        for (index, mode, _, axis, _), (_, (vx, vy, vz), reached) in zip(self.items,
+                                                                       self.errors(state)):
             rx, ry, rz = [0.0] * width, [0.0] * width, [0.0] * width
-            ax, ay, az = _apply(reached, axis)
-            for j in self.tree.effectors[index].joints:
-                joint = joints[j]
-                if joint.prismatic:     # a slide does not turn the tool
-                    continue
-                frame = state.frames[j]
-                ux, uy, uz = frame[2], frame[5], frame[8]
-                if mode == 'axis':
+            if mode == 'full':
+                for j, c, m in turning[index]:
+                    frame = frames[j]
+                    m *= scale
+                    rx[c] += m * frame[2]
+                    ry[c] += m * frame[5]
+                    rz[c] += m * frame[8]
+            else:   # the part along the tool axis changes nothing: taken out
+                ax, ay, az = _apply(reached, axis)
+                for j, c, m in turning[index]:
+                    frame = frames[j]
+                    ux, uy, uz = frame[2], frame[5], frame[8]
                     along = ux * ax + uy * ay + uz * az
-                    ux, uy, uz = ux - along * ax, uy - along * ay, uz - along * az
-                # A mimic joint adds its column, times its multiplier, to its leader's.
-                c, m = joint.coordinate, joint.multiplier * scale
-                rx[c] += m * ux
-                ry[c] += m * uy
-                rz[c] += m * uz
+                    m *= scale
+                    rx[c] += m * (ux - along * ax)
+                    ry[c] += m * (uy - along * ay)
+                    rz[c] += m * (uz - along * az)
             rows += [rx, ry, rz]
-            residual += [scale * v for v in vector]
+            residual += [scale * vx, scale * vy, scale * vz]
 
 
 def _clamped(q: list[float], step: list[float], lower: list[float], upper: list[float]
@@ -1293,9 +1301,11 @@ class IkSolver:
                         else (everything,))
         self._everything = (everything,)
         self.effector_weights = self._weights(effector_weights or {})
-        # One effector, pinned, at weight 1: a seed already close takes the lean path (_track).
+        # One effector, pinned, at weight 1: a seed already close takes the lean path (_track)
+        # (position only: unless joints that do not move it make a group of their own).
         self._trackable = root == 'pinned' and len(chain.effectors) == 1 and \
             self.effector_weights.get(chain.effector_names[0], 1.0) == 1.0
+        self._trackable_position = self._trackable and self._groups == self._everything
         self._lower = chain.lower.tolist()
         self._upper = chain.upper.tolist()
         # Inside these a joint is not near a limit (closing steps: _LIMIT_MARGIN).
@@ -1431,7 +1441,7 @@ class IkSolver:
                     f'target has shape {array.shape}; expected (3,) for a single effector, '
                     f'({m}, 3) with NaN rows for effectors without a target, or a mapping '
                     f'of effector names {names} to points')
-        if all(row is None for row in rows):
+        if rows.count(None) == m:
             raise ValueError(f'no effector has a target (effectors: {names})')
         return rows
 
@@ -1489,21 +1499,23 @@ class IkSolver:
         orientations = None
         tree, tree_fits, all_groups = self._tree, self._fits, self._groups
         unreachable_after = self.unreachable_after
-        modes = tuple(mode if rotation is not None else 'position'
-                      for rotation, mode in zip(rotations or (), self.orientation_modes))
-        if any(mode != 'position' for mode in modes):
-            tree, tree_fits = self._pose_tree(modes)
-            orientations = _Orientations(tree, rotations, modes, self.tool_axes,
-                                         self.orientation_scale)
-            all_groups = self._everything
-            if self._unreachable_auto:
-                # An oriented tool leaves little or no redundancy (six joints, a full pose:
-                # isolated solutions; a free roll: one family) in small basins.
-                unreachable_after = None
+        trackable = self._trackable_position
+        if rotations is not None:
+            modes = tuple(mode if rotation is not None else 'position'
+                          for rotation, mode in zip(rotations, self.orientation_modes))
+            if modes.count('position') < len(modes):
+                tree, tree_fits = self._pose_tree(modes)
+                orientations = _Orientations(tree, rotations, modes, self.tool_axes,
+                                             self.orientation_scale)
+                all_groups = self._everything
+                trackable = self._trackable
+                if self._unreachable_auto:
+                    # An oriented tool leaves little or no redundancy (six joints, a full
+                    # pose: isolated solutions; a free roll: one family) in small basins.
+                    unreachable_after = None
         free_root = self.root == 'free'
         start = self._start(seed, tree)
-        if self._trackable and not trace and (orientations is not None
-                                              or self._groups == self._everything):
+        if trackable and not trace:
             tracked = self._track(tree, start, targets, rotations, orientations, deadline)
             if tracked is not None:
                 return tracked
@@ -1548,7 +1560,7 @@ class IkSolver:
             rest = solve.pose(), solve.best_fit.objective
         return self._result(solve.final(), solve.tree, targets, rotations, _Steps(
             solve.fabrik_iterations, solve.closing_steps, solve.restarts, solve.initial_error,
-            solve.fabrik_error, solve.history, solve.trace, solve.timed_out))
+            solve.fabrik_error, solve.history, solve.trace, solve.timed_out), orientations)
 
     def _track(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
                rotations: list | None, orientations: _Orientations | None, deadline: float
@@ -1607,7 +1619,7 @@ class IkSolver:
                 return None
             history.append(math.sqrt(new_objective))
         return self._result(state, tree, targets, rotations, _Steps(
-            0, len(history) - 1, 0, error, error, history, None, False))
+            0, len(history) - 1, 0, error, error, history, None, False), orientations)
 
     def _restart(self, solve: _Solve, start: _State, stretch: bool,
                  unreachable_after: int | None) -> None:
@@ -1697,11 +1709,12 @@ class IkSolver:
         restart. (Out of reach, limits are where the stretched chain belongs: callers skip
         this.) rows, residual: the weighted Jacobian and residual of the step.
         """
+        inner_lower, inner_upper = self._inner_lower, self._inner_upper
+        if all(map(le, inner_lower, q)) and all(map(le, q, inner_upper)):
+            return None, None
         # The joints outside [lower + margin, upper - margin], found at C speed.
         near = list(compress(range(len(q)), map(not_, map(
-            and_, map(le, self._inner_lower, q), map(le, q, self._inner_upper)))))
-        if not near:
-            return None, None
+            and_, map(le, inner_lower, q), map(le, q, inner_upper)))))
         width = len(rows[0])
         lower, upper = self._lower, self._upper
         # The error's gradient J^T r says which way a joint is drawn: away from its limit it
@@ -1754,27 +1767,34 @@ class IkSolver:
         return _clamped(q, step, lower, upper)[0], step
 
     def _result(self, state: _State, tree: _Tree, targets: list, rotations: list | None,
-                steps: _Steps) -> IkResult:
-        """Package a final state; errors are measured from its forward kinematics."""
+                steps: _Steps, orientations: _Orientations | None = None) -> IkResult:
+        """
+        Package a final state; errors are measured from its forward kinematics.
+
+        orientations: the solve's, whose errors of the state are reused where it has them.
+        """
         if state.base == _ORIGIN:   # a free root moved: a seed's state is not this one
             self._last = (tree, state)
-        effectors = tree.effectors[:tree.tools]
-        positions = [state.points[e.point] for e in effectors]
+        positions = list(map(state.points.__getitem__, tree.tool_points))
         errors = [math.dist(goal, position) if goal is not None else math.nan
                   for goal, position in zip(targets, positions)]
-        error = max(e for e in errors if e == e)    # NaN != NaN: effectors without a target
+        error = max([e for e in errors if e == e])  # NaN != NaN: effectors without a target
         reached = error <= self.tolerance
-        angles = [math.nan] * len(effectors)
-        sought = []
+        angles = [math.nan] * len(positions)
+        orientation_error = math.nan
         if rotations is not None:   # position-only solves skip the orientation bookkeeping
+            if orientations is not None:    # measured already, most likely of this state
+                for (index, _, _, _, _), (angle, _, _) in zip(orientations.items,
+                                                              orientations.errors(state)):
+                    angles[index] = angle
             for index, (effector, rotation, mode, axis) in enumerate(zip(
-                    effectors, rotations, self.orientation_modes, self.tool_axes)):
-                if rotation is not None:
+                    tree.effectors, rotations, self.orientation_modes, self.tool_axes)):
+                if rotation is not None and angles[index] != angles[index]:
                     tool = _product(state.frames[effector.parent][:9], effector.tool)
                     angles[index] = (
                         _axis_error(_apply(tool, axis), _apply(rotation, axis))[0]
                         if mode == 'axis' else _rotation_error(tool, rotation)[0])
-            sought = [a for a in angles if a == a]
+            orientation_error = max([a for a in angles if a == a], default=math.nan)
             reached = reached and all(a <= self.orientation_tolerance for a, mode in zip(
                 angles, self.orientation_modes) if a == a and mode != 'position')
         return IkResult(
@@ -1785,8 +1805,7 @@ class IkSolver:
             closing_steps=steps.closing_steps, restarts=steps.restarts,
             initial_error=steps.initial_error, fabrik_error=steps.fabrik_error,
             history=steps.history, trace=steps.trace, timed_out=steps.timed_out,
-            orientation_error=max(sought) if sought else math.nan,
-            orientation_errors=np.array(angles))
+            orientation_error=orientation_error, orientation_errors=np.array(angles))
 
 
 def _checked_timeout(timeout: float | None) -> float | None:
