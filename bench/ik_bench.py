@@ -436,11 +436,11 @@ def small_robot(chain: Chain, count: int, rng: np.random.Generator,
 
 
 class Reference:
-    """A reference solver: solve(position, rotation (3, 3), seed) -> joint vector."""
+    """A reference solver: solve(position, quaternion (x, y, z, w), seed) -> joint vector."""
 
     name = ''
 
-    def solve(self, position: np.ndarray, rotation: np.ndarray, seed: np.ndarray
+    def solve(self, position: np.ndarray, quaternion: np.ndarray, seed: np.ndarray
               ) -> np.ndarray:
         """Return the joint vector the solver answers (the seed where it fails)."""
         raise NotImplementedError
@@ -457,11 +457,10 @@ class TracIk(Reference):
         self._solver = pytracik.TRAC_IK('base_link', tip, urdf, 0.005, 1e-5,
                                         pytracik.SolveType.Speed)
 
-    def solve(self, position, rotation, seed):
+    def solve(self, position, quaternion, seed):
         """Solve the full pose (pytracik has no free-rotation bounds)."""
-        x, y, z, w = quaternion_from_rotation(rotation)
         answer = self._pytracik.ik(self._solver, np.asarray(seed, dtype=float), *position,
-                                   x, y, z, w)
+                                   *quaternion)
         return answer[1:] if answer[0] >= 0 else np.asarray(seed, dtype=float)
 
 
@@ -483,7 +482,7 @@ class PinocchioDls(Reference):
         self._upper = np.where(np.isfinite(chain.upper), chain.upper, 4.0 * math.pi)
         self._tolerance = IkSolver.__init__.__defaults__[0]
 
-    def solve(self, position, rotation, seed):
+    def solve(self, position, quaternion, seed):
         """Iterate dq = J^T (J J^T + lambda I)^-1 e, clamped, until within the tolerance."""
         pin, model, data, frame = self._pin, self._model, self._data, self._frame
         q = np.array(seed, dtype=float)
@@ -535,20 +534,23 @@ def pose_errors(chain: Chain, q: np.ndarray, pose: np.ndarray) -> tuple[float, f
             float(np.arccos(np.clip(cosine, -1.0, 1.0))))
 
 
-def pose_figures(chain: Chain, solve: Callable[[np.ndarray, np.ndarray], np.ndarray],
+def pose_figures(chain: Chain, solve: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
                  poses: np.ndarray, seeds: np.ndarray | None, full: bool,
                  start: np.ndarray | None = None) -> dict[str, Any]:
     """
-    Solve FK poses (n, 4, 4) with solve(pose, seed) -> q; return success and time figures.
+    Solve FK poses (n, 4, 4) with solve(position, quaternion, seed) -> q; return figures.
 
-    seeds None: each solve is seeded with the previous answer (tracking; the first with
-    `start`); full: success needs the orientation too, else the position only.
+    Success and time figures; the poses are turned into the solvers' input (a position and
+    a quaternion x, y, z, w, as a ROS Pose carries them) before the timing. seeds None: each
+    solve is seeded with the previous answer (tracking; the first with `start`); full:
+    success needs the orientation too, else the position only.
     """
     times, positions, angles, jumps, violations = [], [], [], [], []
     q = start
     for index, pose in enumerate(poses):
         seed = seeds[index] if seeds is not None else q
-        answer, micros = process_timed(lambda: solve(pose, seed))
+        target, quaternion = pose[:3, 3].copy(), quaternion_from_rotation(pose[:3, :3])
+        answer, micros = process_timed(lambda: solve(target, quaternion, seed))
         answer = np.asarray(answer, dtype=float)
         times.append(micros)
         position, angle = pose_errors(chain, answer, pose)
@@ -597,15 +599,11 @@ def against_references(name: str, chain: Chain, count: int, steps: int) -> dict[
     solver = IkSolver(chain)
     found, notes = references(name, chain)
 
-    def fabrik_pose(pose, seed):
-        return solver.solve(pose[:3, 3], seed,
-                            orientation=quaternion_from_rotation(pose[:3, :3])).q
+    def fabrik_pose(position, quaternion, seed):
+        return solver.solve(position, seed, orientation=quaternion).q
 
-    def fabrik_position(pose, seed):
-        return solver.solve(pose[:3, 3], seed).q
-
-    def reference(solver_ref: Reference):
-        return lambda pose, seed: solver_ref.solve(pose[:3, 3], pose[:3, :3], seed)
+    def fabrik_position(position, quaternion, seed):
+        return solver.solve(position, seed).q
 
     def run(solve, full):
         # Tracking starts at the path's first pose, as a node that was there already.
@@ -617,11 +615,11 @@ def against_references(name: str, chain: Chain, count: int, steps: int) -> dict[
     results['position_only']['fabrik_ros'] = run(fabrik_position, False)
     for label, ref in found.items():
         if isinstance(ref, TracIk):
-            results['full_pose'][label] = run(reference(ref), True)
+            results['full_pose'][label] = run(ref.solve, True)
             results['position_only'][f'{label} (full pose of the targets)'] = run(
-                reference(ref), False)
+                ref.solve, False)
         else:
-            results['position_only'][label] = run(reference(ref), False)
+            results['position_only'][label] = run(ref.solve, False)
     for kind in ('full_pose', 'position_only'):
         ours = results[kind]['fabrik_ros']
         for label, theirs in results[kind].items():

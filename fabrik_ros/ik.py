@@ -388,8 +388,8 @@ class _Tree:
         self._forward = _compiled_sweep(self)
         # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).
         self.columns = [tuple((j, self.joints[j].coordinate, self.joints[j].multiplier,
-                                self.joints[j].prismatic) for j in effector.joints)
-                         for effector in self.effectors]
+                               self.joints[j].prismatic) for j in effector.joints)
+                        for effector in self.effectors]
         self.tool_points = [effector.point for effector in self.effectors[:self.tools]]
         # Per effector, the joints that turn it: (joint, coordinate, multiplier); a slide
         # does not, and a mimic joint adds its column, times its multiplier, to its leader's.
@@ -938,9 +938,19 @@ def _product(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
             a6 * b2 + a7 * b5 + a8 * b8)
 
 
-def _transposed(r: Sequence[float]) -> tuple[float, ...]:
-    """Return the transpose (the inverse) of a row-major 3x3 rotation."""
-    return r[0], r[3], r[6], r[1], r[4], r[7], r[2], r[5], r[8]
+def _turn(target: Sequence[float], reached: Sequence[float]) -> tuple[float, ...]:
+    """
+    Return target @ reached^T: the rotation (row-major 9-tuple) turning reached onto target.
+
+    Only the first nine entries of `reached` are read: a state's frame serves as it is.
+    """
+    a0, a1, a2, a3, a4, a5, a6, a7, a8 = target
+    b0, b1, b2, b3, b4, b5, b6, b7, b8 = reached[:9]
+    return (a0 * b0 + a1 * b1 + a2 * b2, a0 * b3 + a1 * b4 + a2 * b5,
+            a0 * b6 + a1 * b7 + a2 * b8, a3 * b0 + a4 * b1 + a5 * b2,
+            a3 * b3 + a4 * b4 + a5 * b5, a3 * b6 + a4 * b7 + a5 * b8,
+            a6 * b0 + a7 * b1 + a8 * b2, a6 * b3 + a7 * b4 + a8 * b5,
+            a6 * b6 + a7 * b7 + a8 * b8)
 
 
 def _apply(r: Sequence[float], v: Sequence[float]) -> tuple[float, float, float]:
@@ -952,13 +962,17 @@ def _apply(r: Sequence[float], v: Sequence[float]) -> tuple[float, float, float]
 
 def _rotation_error(reached: Sequence[float], target: Sequence[float]
                     ) -> tuple[float, tuple[float, float, float]]:
-    """
-    Return the angle (radians) and rotation vector (base frame) turning `reached` onto target.
+    """Return the angle (radians) and rotation vector (base frame) turning reached onto target."""
+    return _rotation_vector(_turn(target, reached))
 
-    Both are row-major 3x3 rotations; the vector is the log of target @ reached^T, whose sine
-    part gives the axis away from a half turn; at a half turn the axis comes from M + I.
+
+def _rotation_vector(m: Sequence[float]) -> tuple[float, tuple[float, float, float]]:
     """
-    m = _product(target, _transposed(reached))
+    Return the angle (radians) and rotation vector of a rotation (row-major 9-tuple).
+
+    The vector is the log of m, whose sine part gives the axis away from a half turn; at a
+    half turn the axis comes from m + I.
+    """
     vx, vy, vz = m[7] - m[5], m[2] - m[6], m[3] - m[1]
     sine = math.sqrt(vx * vx + vy * vy + vz * vz)     # 2 sin(angle)
     angle = math.atan2(sine, m[0] + m[4] + m[8] - 1.0)
@@ -1021,7 +1035,9 @@ class _Orientations:
     tolerance / orientation_tolerance), so one objective, the sum of squares, weighs both,
     and an error within the position tolerance means within both tolerances. Per targeted
     effector: its index, mode ('full' or 'axis'), target rotation (9-tuple, base frame),
-    tool axis (tool frame) and target axis (base frame).
+    tool axis (tool frame), target axis (base frame) and aim: what its parent joint's frame
+    F is compared with, the target rotation times the tool's inverse ('full': the turn onto
+    the target is aim @ F^T) or the tool axis in F ('axis': the reached axis is F @ aim).
     """
 
     def __init__(self, tree: _Tree, rotations: list[tuple[float, ...] | None],
@@ -1029,30 +1045,36 @@ class _Orientations:
                  scale: float) -> None:
         self.tree = tree
         self.scale = scale
-        self.items = [(index, mode, rotation, axes[index], _apply(rotation, axes[index]))
+        tools = [effector.tool for effector in tree.effectors]
+        self.items = [(index, mode, rotation, axes[index], _apply(rotation, axes[index]),
+                       _turn(rotation, tools[index]) if mode == 'full'
+                       else _apply(tools[index], axes[index]))
                       for index, (rotation, mode) in enumerate(zip(rotations, modes))
                       if rotation is not None and mode != 'position']
         self._measured: _State | None = None
         self._found: list = []
         self.goals: list[tuple[float, float, float]] = []  # per marker, see marker_goals()
 
-    def tool_rotation(self, state: _State, index: int) -> tuple[float, ...]:
-        """Return effector `index`'s tool rotation (9-tuple, base frame) in a state."""
-        effector = self.tree.effectors[index]
-        return _product(state.frames[effector.parent][:9], effector.tool)
-
     def errors(self, state: _State) -> list[tuple[float, tuple[float, float, float],
                                                   tuple[float, ...]]]:
-        """Return per targeted effector (angle, rotation vector, tool rotation)."""
+        """
+        Return per targeted effector (angle, rotation vector, what was compared).
+
+        What was compared: the turn onto the target (9-tuple, 'full') or the reached tool
+        axis ('axis'), base frame.
+        """
         if state is self._measured:
             return self._found
         found = []
-        for index, mode, rotation, axis, target_axis in self.items:
-            reached = self.tool_rotation(state, index)
+        effectors, frames = self.tree.effectors, state.frames
+        for index, mode, _, _, target_axis, aim in self.items:
+            frame = frames[effectors[index].parent]
             if mode == 'full':
-                found.append((*_rotation_error(reached, rotation), reached))
+                turn = _turn(aim, frame)
+                found.append((*_rotation_vector(turn), turn))
             else:
-                found.append((*_axis_error(_apply(reached, axis), target_axis), reached))
+                reached = _apply(frame, aim)
+                found.append((*_axis_error(reached, target_axis), reached))
         self._measured, self._found = state, found     # measured, then stepped from
         return found
 
@@ -1067,7 +1089,7 @@ class _Orientations:
         tree = self.tree
         found: list[tuple[float, float, float] | None] = [None] * (len(tree.effectors)
                                                                    - tree.tools)
-        for index, _, rotation, _, _ in self.items:
+        for index, _, rotation, _, _, _ in self.items:
             gx, gy, gz = goals[index]
             for marker, local in zip(tree.markers[index], tree.marker_points[index]):
                 dx, dy, dz = _apply(rotation, local)
@@ -1085,7 +1107,7 @@ class _Orientations:
         """
         tree = self.tree
         placed = {}
-        for (index, mode, rotation, axis, target_axis), (_, _, reached) in zip(
+        for (index, mode, _, _, target_axis, _), (_, _, compared) in zip(
                 self.items, self.errors(state)):
             effector = tree.effectors[index]
             if effector.parent < 0:
@@ -1097,12 +1119,11 @@ class _Orientations:
             tx, ty, tz = state.points[effector.point]
             gx, gy, gz = goals[index]
             rel = (px - tx, py - ty, pz - tz)
-            if mode == 'full':
-                turn = _product(rotation, _transposed(reached))
-                dx, dy, dz = _apply(turn, rel)
+            if mode == 'full':     # compared: the turn onto the target frame
+                dx, dy, dz = _apply(compared, rel)
                 placed[point] = (gx + dx, gy + dy, gz + dz)
                 continue
-            ax, ay, az = _apply(reached, axis)
+            ax, ay, az = compared   # the reached tool axis
             height = rel[0] * ax + rel[1] * ay + rel[2] * az
             radial = math.sqrt(max(sum(v * v for v in rel) - height * height, 0.0))
             bx, by, bz = target_axis
@@ -1127,8 +1148,8 @@ class _Orientations:
         scale = self.scale
         frames = state.frames
         turning = self.tree.turning
-        for (index, mode, _, axis, _), (_, (vx, vy, vz), reached) in zip(self.items,
-                                                                       self.errors(state)):
+        found = self.errors(state)
+        for (index, mode, *_), (_, (vx, vy, vz), compared) in zip(self.items, found):
             rx, ry, rz = [0.0] * width, [0.0] * width, [0.0] * width
             if mode == 'full':
                 for j, c, m in turning[index]:
@@ -1137,8 +1158,8 @@ class _Orientations:
                     rx[c] += m * frame[2]
                     ry[c] += m * frame[5]
                     rz[c] += m * frame[8]
-            else:   # the part along the tool axis changes nothing: taken out
-                ax, ay, az = _apply(reached, axis)
+            else:   # the part along the reached tool axis changes nothing: taken out
+                ax, ay, az = compared
                 for j, c, m in turning[index]:
                     frame = frames[j]
                     ux, uy, uz = frame[2], frame[5], frame[8]
@@ -1784,8 +1805,8 @@ class IkSolver:
         orientation_error = math.nan
         if rotations is not None:   # position-only solves skip the orientation bookkeeping
             if orientations is not None:    # measured already, most likely of this state
-                for (index, _, _, _, _), (angle, _, _) in zip(orientations.items,
-                                                              orientations.errors(state)):
+                for (index, *_), (angle, _, _) in zip(orientations.items,
+                                                      orientations.errors(state)):
                     angles[index] = angle
             for index, (effector, rotation, mode, axis) in enumerate(zip(
                     tree.effectors, rotations, self.orientation_modes, self.tool_axes)):
