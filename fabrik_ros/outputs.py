@@ -17,10 +17,13 @@ What the IK node publishes on every command: the joint commands and a free body'
 
 `CommandOutputs` holds the publishers of the chosen outputs (parameter `outputs`) and
 fills one JointState again for every command: rclpy serialises a message when it is
-published, so keeping it saves building one per target on the node's hot path.
+published, so keeping it saves building one per target on the node's hot path; its joint
+values go in as array('d'), which the message takes as it is (a list has each value checked).
 `BodyOutputs` publishes where a free root went, as TF odom_frame -> base_link on /tf (as
 tf2_ros's TransformBroadcaster does) and on ~/body_pose.
 """
+
+from array import array
 
 from fabrik_ros.chain import Chain
 from fabrik_ros.controller import Command, IkController
@@ -67,9 +70,9 @@ class CommandOutputs:
                 self._joint_state = JointState(name=list(model.all_joint_names))
             msg = self._joint_state
             msg.header.stamp = self._clock.now().to_msg()
-            msg.position = model.expand(command.position).tolist()
-            msg.velocity = ([] if command.velocity is None
-                            else model.expand_velocity(command.velocity).tolist())
+            msg.position = array('d', model.expand(command.position).tolist())
+            msg.velocity = array('d', [] if command.velocity is None
+                                 else model.expand_velocity(command.velocity).tolist())
             self.publishers['joint_state'].publish(msg)
         if 'joint_trajectory' in self.publishers:
             self.publishers['joint_trajectory'].publish(joint_trajectory(
