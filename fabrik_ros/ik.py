@@ -1019,12 +1019,13 @@ def quaternion_rotation(quaternion: object, what: str = 'orientation') -> tuple[
     if not isinstance(values, list) or len(values) != 4 or isinstance(values[0], list):
         raise ValueError(f'{what} has shape {np.shape(quaternion)}, expected a quaternion '
                          '(x, y, z, w)')
-    if not all(map(math.isfinite, values)):
+    x, y, z, w = values
+    norm = math.hypot(x, y, z, w)   # NaN or inf with any entry that is
+    if not math.isfinite(norm):
         raise ValueError(f'{what} is not finite: {values}')
-    norm = math.sqrt(sum(v * v for v in values))
     if norm < 1e-9:
         raise ValueError(f'{what} is a zero quaternion: {values}')
-    return rotation_tuple([v / norm for v in values])
+    return rotation_tuple((x / norm, y / norm, z / norm, w / norm))
 
 
 class _Orientations:
@@ -1453,6 +1454,7 @@ class IkSolver:
             array = np.asarray(target, dtype=float)
             if array.shape == (3,) and m == 1:
                 rows[0] = _finite_point(array.tolist(), 'target')
+                return rows
             elif array.shape == (m, 3):
                 for index, row in enumerate(array.tolist()):
                     if not all(map(math.isnan, row)):
