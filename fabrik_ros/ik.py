@@ -1629,7 +1629,8 @@ class IkSolver:
             residual = [goal[0] - x, goal[1] - y, goal[2] - z]
             if orientations is not None:
                 orientations.extend(start, rows, residual)
-            weights, push = self._limit_steering(start.q, rows, residual, True)
+            weights, push = (None, None) if orientations is not None and len(rows) >= len(
+                rows[0]) else self._limit_steering(start.q, rows, residual, True)
             aim = residual
             if push:
                 aim = [r - sum(map(mul, row, push)) for row, r in zip(rows, residual)]
@@ -2199,7 +2200,10 @@ class _Solve:
             self.orientations.extend(state, rows, residual)
         n = len(state.q)
         scale = fit.excess ** 2
-        weights, push = (None, None) if self.out_of_reach else \
+        # No redundancy (a full pose for six joints): limit steering would only slow the
+        # step down (weights) and cost error (the push). Position-only solves keep theirs.
+        square = self.orientations is not None and len(rows) >= len(rows[0])
+        weights, push = (None, None) if self.out_of_reach or square else \
             self.solver._limit_steering(state.q, rows, residual, steer)
         aim = residual
         if push:    # the push is added to the step and taken out of what the step must achieve
