@@ -79,6 +79,13 @@ _DAMPING_START = 0.1
 _DAMPING_MIN = 1e-3
 _DAMPING_MAX = 1e8      # beyond this no step lowers the error: the closing step has stalled
 _DAMPING_FLOOR = 1e-12  # m^2: keeps J J^T + damping I invertible in floating point
+# Damping of the Newton step (_Solve._newton_step), as a multiple of its Hessian's largest
+# diagonal entry: it starts light (the polish starts near a minimum) and may vanish.
+_NEWTON_DAMPING_START = 1e-3
+_NEWTON_DAMPING_MIN = 1e-9
+# A Newton step whose model gains less than this fraction of the objective has converged:
+# below it lie rounding errors (and trying ever larger dampings would find no gain).
+_NEWTON_STALL = 1e-12
 # m^2: orientation solves damp at least this much. Near a wrist singularity (two roll axes
 # in line) the orientation rows lose rank and an undamped step swings the wrist by radians
 # for a millimetre; this keeps a tracking step within about |residual| / (2 sqrt(floor)).
@@ -93,6 +100,11 @@ _STALL_RELATIVE = 1e-5
 # polished to the strict stall above, once.
 _EXPLORE_STALL = 1e-2
 _CONFIRM_STALL = 0.1    # ... and this fraction once a restart is back at the best residual
+# Out of reach the Newton polish (see _Solve._newton_step) finishes what the attempts start,
+# so they may stop early: the first attempt only shows the nudged retry where to start, and
+# the retry stops once its Gauss-Newton steps creep (below this fraction of the excess).
+_STRETCH_FIRST_STALL = 0.1
+_STRETCH_RETRY_STALL = 1e-3
 _LIMIT_MARGIN = 0.3     # radians: closer to a limit, a joint's closing steps are scaled down
 _LIMIT_WEIGHT_MIN = 0.05  # ... but never below this, so it can still reach the limit
 _LIMIT_PUSH = 0.2       # a solve's first closing step undoes this much of a joint's intrusion
@@ -570,6 +582,46 @@ class _Tree:
                 row_x[n], row_y[n + 1], row_z[n + 2] = 1.0, 1.0, 1.0
             rows += [row_x, row_y, row_z]
         return rows
+
+    def curvature(self, state: _State, effectors: list[int],
+                  pulls: list[tuple[float, float, float]], width: int) -> list[list[float]]:
+        """
+        Return C = sum over the effectors listed of pull . d2x/dq2, (width, width), m^2.
+
+        pulls: per effector, its weighted residual w (goal - x). C is the term of the
+        objective's Hessian that Gauss-Newton drops, large where the residual is (a target
+        out of reach). For joints j upstream of k (or j = k) on an effector's path,
+        d2x/dq_j dq_k is a_j x J_k for a turning j, 0 for a sliding one.
+        """
+        curvature = [[0.0] * width for _ in range(width)]
+        frames = state.frames
+        for effector, columns, pull in zip(map(self.effectors.__getitem__, effectors),
+                                           map(self.columns.__getitem__, effectors), pulls):
+            ex, ey, ez = state.points[effector.point]
+            px, py, pz = pull
+            moves = []      # per joint on the path, root first: column, multiplier, axis, J_k
+            for j, c, m, prismatic in columns:
+                frame = frames[j]
+                ax, ay, az = frame[2], frame[5], frame[8]
+                if prismatic:
+                    moves.append((c, m, None, (ax, ay, az)))
+                    continue
+                lx, ly, lz = ex - frame[9], ey - frame[10], ez - frame[11]
+                moves.append((c, m, (ax, ay, az),
+                              (ay * lz - az * ly, az * lx - ax * lz, ax * ly - ay * lx)))
+            for index, (c, m, axis, _) in enumerate(moves):
+                if axis is None:
+                    continue
+                ax, ay, az = axis
+                # pull . (a_j x J_k) = J_k . (pull x a_j)
+                sx, sy, sz = py * az - pz * ay, pz * ax - px * az, px * ay - py * ax
+                row = curvature[c]
+                for other, (d, n, _, (jx, jy, jz)) in enumerate(moves[index:], index):
+                    term = m * n * (sx * jx + sy * jy + sz * jz)
+                    row[d] += term
+                    if other != index:  # j != k: d2x/dq_j dq_k is also d2x/dq_k dq_j
+                        curvature[d][c] += term
+        return curvature
 
 
 class _SweepWriter:
@@ -1193,6 +1245,29 @@ def _weighted_step(rows: list[list[float]], residual: list[float],
     scaled = [list(map(mul, row, weights)) for row in rows]
     step = _damped_least_squares(scaled, residual, damping)
     return list(map(mul, weights, step))
+
+
+def _cholesky_solve(matrix: list[list[float]], vector: list[float], damping: float
+                    ) -> list[float] | None:
+    """Return x with (matrix + damping I) x = vector, or None: that is not positive definite."""
+    size = len(vector)
+    factor = [[0.0] * size for _ in range(size)]
+    for i in range(size):
+        row = factor[i]
+        for k in range(i):
+            other = factor[k]
+            row[k] = (matrix[i][k] - sum(map(mul, row[:k], other[:k]))) / other[k]
+        pivot = matrix[i][i] + damping - sum(map(mul, row[:i], row[:i]))
+        if not pivot > 0.0:
+            return None
+        row[i] = math.sqrt(pivot)
+    solution = list(vector)
+    for i in range(size):   # L y = b
+        solution[i] = (solution[i] - sum(map(mul, factor[i][:i], solution[:i]))) / factor[i][i]
+    for i in reversed(range(size)):     # L^T x = y
+        solution[i] = (solution[i] - sum(factor[k][i] * solution[k]
+                                         for k in range(i + 1, size))) / factor[i][i]
+    return solution
 
 
 class IkSolver:
@@ -2103,10 +2178,10 @@ class _Solve:
         """
         Run FABRIK, then closing steps, from one seed state, within the solve's budget.
 
-        polish: closing steps only, until they stall strictly (see _EXPLORE_STALL). band:
-        metres; below it, closing steps that creep (_CONFIRM_STALL) end the attempt: it
-        has come back to the best residual. Returns _Score.miss
-        (metres) where the attempt ended.
+        polish: closing steps only, until they stall strictly (see _EXPLORE_STALL); Newton
+        steps where they apply (see _newton_step). band: metres; below it, closing steps
+        that creep (_CONFIRM_STALL) end the attempt: it has come back to the best residual.
+        Returns _Score.miss (metres) where the attempt ended.
         """
         solver = self.solver
         tolerance = solver.tolerance
@@ -2137,24 +2212,33 @@ class _Solve:
                     break
         if math.isnan(self.fabrik_error):
             self.fabrik_error = fit.error
-        damping = _DAMPING_START
+        newton = polish and self.orientations is None and not self.free_root
+        damping = _NEWTON_DAMPING_START if newton else _DAMPING_START
         closing = 0
-        # Out of reach the first attempt stops early like an explored one: the nudged retry
-        # (see IkSolver._explore) and the polish after it converge strictly.
-        explore = 0.0 if polish or (self.stretch and self.restarts) else _EXPLORE_STALL
+        # Out of reach the first attempt stops early: the nudged retry (see
+        # IkSolver._explore) starts from it, and the polish after it converges strictly.
+        explore = 0.0 if polish else _EXPLORE_STALL
+        if self.stretch and not polish:
+            explore = _STRETCH_RETRY_STALL if self.restarts else _STRETCH_FIRST_STALL
         while self._open(fit) and self.has_budget():
-            # The first closing step of an attempt also steers the redundancy away from limits.
-            step = self._closing_step(state, fit, damping, steer=closing == 0)
+            if newton:
+                step = self._newton_step(state, fit, damping)
+            else:   # the first closing step also steers the redundancy away from limits
+                step = self._closing_step(state, fit, damping, steer=closing == 0)
             if step is None:
                 break
-            state, new_fit, damping = step
+            state, new_fit, used = step
+            # Out of reach the damping a step needed suits the next one too (the residual
+            # changes little): dropping it tenfold would cost a rejected step every time.
+            damping = used if self.stretch and used > damping else \
+                max(used * 0.1, _NEWTON_DAMPING_MIN if newton else _DAMPING_MIN)
             gained = fit.excess - new_fit.excess
             excess, error = fit.excess, fit.error
             fit = new_fit
             closing += 1
             self.closing_steps += 1
             self._accept(state, fit)
-            if explore and fit.miss < band:
+            if explore and fit.miss < band and not self.stretch:
                 explore = _CONFIRM_STALL
             stall = explore
             if self.orientations is not None and explore and closing > 1 \
@@ -2170,6 +2254,61 @@ class _Solve:
         """Tell whether a target is missed by more than the tolerance and can be neared."""
         return fit.error > self.solver.tolerance and fit.excess > _STALL * self.solver.tolerance
 
+    def _newton_step(self, state: _State, fit: _Score, damping: float
+                     ) -> tuple[_State, _Score, float] | None:
+        """
+        Take one damped Newton step on the objective, with its exact Hessian, within limits.
+
+        Gauss-Newton (_closing_step) drops the Hessian's residual term (_Tree.curvature),
+        which out of reach is as large as the term it keeps: its steps then shrink
+        geometrically, a linear creep down the residual. With that term the steps converge
+        quadratically to the closest pose the joints allow. Joints at a limit that the
+        descent pushes outward stay there; the damping, a multiple of the Hessian's largest
+        diagonal entry, also keeps an indefinite Hessian (a saddle) positive definite.
+        Returns as _closing_step does; None also when the step would change no more than the
+        objective's last digits (_NEWTON_STALL). Position targets on a pinned root only.
+        """
+        tree = self.tree
+        q = state.q
+        rows = tree.jacobian(state, False, self.effectors)
+        row_weights, pulls = [], []
+        for goal, point, weight in zip(self.goals, self.goal_points, self.weights):
+            row_weights += [weight] * 3
+            pulls += [weight * (g - x) for g, x in zip(goal, state.points[point])]
+        descent = [0.0] * len(q)    # minus the gradient of half the objective: J^T W r
+        for row, pull in zip(rows, pulls):
+            descent = list(map(add, descent, map(mul, row, repeat(pull))))
+        lower, upper = self.solver._lower, self.solver._upper
+        free = [j for j, (a, lo, hi, g) in enumerate(zip(q, lower, upper, descent))
+                if not ((a <= lo and g < 0.0) or (a >= hi and g > 0.0))]
+        if not free:
+            return None
+        curvature = tree.curvature(state, self.effectors, list(zip(*[iter(pulls)] * 3)),
+                                   len(q))
+        weighted = [[row[j] * w for row, w in zip(rows, row_weights)] for j in free]
+        plain = [[row[j] for row in rows] for j in free]
+        hessian = [[sum(map(mul, column, other)) - curvature[j][k]
+                    for other, k in zip(plain, free)] for column, j in zip(weighted, free)]
+        scale = max(max(hessian[i][i] for i in range(len(free))), _DAMPING_FLOOR)
+        gradient = [descent[j] for j in free]
+        least = _NEWTON_STALL * fit.objective
+        while damping <= _DAMPING_MAX:
+            step = _cholesky_solve(hessian, gradient, damping * scale)
+            if step is None:    # not positive definite: damp more
+                damping *= 10.0
+                continue
+            if sum(map(mul, step, gradient)) < least:   # about the model's gain: converged
+                return None
+            moved = list(q)
+            for j, change in zip(free, step):
+                moved[j] = min(max(moved[j] + change, lower[j]), upper[j])
+            candidate = tree.sweep(moved, state.base)
+            new_fit = self.measure(candidate)
+            if new_fit.objective < fit.objective:
+                return candidate, new_fit, damping
+            damping *= 10.0
+        return None
+
     def _closing_step(self, state: _State, fit: _Score, damping: float, steer: bool
                       ) -> tuple[_State, _Score, float] | None:
         """
@@ -2178,8 +2317,9 @@ class _Solve:
         Joints the step would push past a limit are held at it and the step is re-solved
         without them. steer: also push joints near a limit back toward mid-range where the
         targets leave the freedom (the null space of the position Jacobian). Returns
-        (state, its fit, next damping), or None if no damping up to _DAMPING_MAX lowers the
-        objective. Each effector's rows and residual are scaled by the root of its weight.
+        (state, its fit, the damping that lowered the objective), or None if no damping up to
+        _DAMPING_MAX lowers it. Each effector's rows and residual are scaled by the root of
+        its weight.
         """
         tree = self.tree
         rows = tree.jacobian(state, self.free_root, self.effectors)
@@ -2218,7 +2358,7 @@ class _Solve:
             candidate = tree.sweep(q, base)
             new_fit = self.measure(candidate)
             if new_fit.objective < fit.objective:
-                return candidate, new_fit, max(damping * 0.1, _DAMPING_MIN)
+                return candidate, new_fit, damping
             if push:  # the push cost more than the step gained: once more without it
                 push, aim = None, residual
                 continue

@@ -294,6 +294,46 @@ class TestOutOfReach:
             assert again.error >= result.error - 1e-3 * solver.reach
 
 
+class TestNewtonPolish:
+    """The polish out of reach takes Newton steps on the exact Hessian of the objective."""
+
+    @staticmethod
+    def assert_hessian_matches_finite_differences(chain: Chain, q: np.ndarray,
+                                                  goal: np.ndarray) -> None:
+        tree = IkSolver(chain)._tree
+        state = tree.sweep(q.tolist(), (0.0, 0.0, 0.0))
+        residual = goal - np.array(state.points[tree.effectors[0].point])
+        jacobian = np.array(tree.jacobian(state, False, [0]))
+        hessian = jacobian.T @ jacobian - np.array(
+            tree.curvature(state, [0], [tuple(residual)], chain.dof))
+
+        def half_square(q):
+            return 0.5 * float(np.sum((goal - chain.tip_position(q)) ** 2))
+
+        h = 1e-4
+        steps = np.eye(chain.dof) * h
+        numeric = np.array([[(half_square(q + a + b) - half_square(q + a - b)
+                              - half_square(q - a + b) + half_square(q - a - b)) / (4 * h * h)
+                             for b in steps] for a in steps])
+        np.testing.assert_allclose(hessian, numeric, atol=1e-6)
+
+    @settings(max_examples=60, deadline=None)
+    @given(chain_and_poses(poses=1), st.lists(st.floats(-2.0, 2.0), min_size=3, max_size=3))
+    def test_hessian_of_random_chains_matches_finite_differences(self, drawn, goal):
+        chain, q = drawn
+        self.assert_hessian_matches_finite_differences(chain, q, np.array(goal))
+
+    @pytest.mark.parametrize('urdf, base, tip', [('rail_arm.urdf', 'base_link', 'tool0'),
+                                                 ('finger.urdf', 'palm', 'fingertip')])
+    def test_hessian_with_sliding_and_coupled_joints_matches_finite_differences(
+            self, urdf, base, tip):
+        chain = Chain.from_urdf((REPO / 'urdf' / urdf).read_text(), base, tip)
+        rng = np.random.default_rng(3)
+        for _ in range(5):
+            q = pose_in_limits(chain, rng.uniform(0.05, 0.95, chain.dof))
+            self.assert_hessian_matches_finite_differences(chain, q, rng.normal(size=3))
+
+
 class TestWarmStart:
     """Consecutive nearby targets give the nearby pose: no flips while tracking."""
 
