@@ -1247,29 +1247,6 @@ def _weighted_step(rows: list[list[float]], residual: list[float],
     return list(map(mul, weights, step))
 
 
-def _cholesky_solve(matrix: list[list[float]], vector: list[float], damping: float
-                    ) -> list[float] | None:
-    """Return x with (matrix + damping I) x = vector, or None: that is not positive definite."""
-    size = len(vector)
-    factor = [[0.0] * size for _ in range(size)]
-    for i in range(size):
-        row = factor[i]
-        for k in range(i):
-            other = factor[k]
-            row[k] = (matrix[i][k] - sum(map(mul, row[:k], other[:k]))) / other[k]
-        pivot = matrix[i][i] + damping - sum(map(mul, row[:i], row[:i]))
-        if not pivot > 0.0:
-            return None
-        row[i] = math.sqrt(pivot)
-    solution = list(vector)
-    for i in range(size):   # L y = b
-        solution[i] = (solution[i] - sum(map(mul, factor[i][:i], solution[:i]))) / factor[i][i]
-    for i in reversed(range(size)):     # L^T x = y
-        solution[i] = (solution[i] - sum(factor[k][i] * solution[k]
-                                         for k in range(i + 1, size))) / factor[i][i]
-    return solution
-
-
 class IkSolver:
     """
     FABRIK inverse kinematics for a Chain: one or several effectors, pinned or free root.
@@ -2212,7 +2189,10 @@ class _Solve:
                     break
         if math.isnan(self.fabrik_error):
             self.fabrik_error = fit.error
-        newton = polish and self.orientations is None and not self.free_root
+        # Trees keep Gauss-Newton: with held effectors the exact optimum of the weighted
+        # objective trades held drift for the far effector's last micrometres.
+        newton = polish and len(self.effectors) == 1 and self.orientations is None \
+            and not self.free_root
         damping = _NEWTON_DAMPING_START if newton else _DAMPING_START
         closing = 0
         # Out of reach the first attempt stops early: the nudged retry (see
@@ -2266,18 +2246,16 @@ class _Solve:
         descent pushes outward stay there; the damping, a multiple of the Hessian's largest
         diagonal entry, also keeps an indefinite Hessian (a saddle) positive definite.
         Returns as _closing_step does; None also when the step would change no more than the
-        objective's last digits (_NEWTON_STALL). Position targets on a pinned root only.
+        objective's last digits (_NEWTON_STALL). One effector's position target on a pinned
+        root (see attempt).
         """
         tree = self.tree
         q = state.q
-        rows = tree.jacobian(state, False, self.effectors)
-        row_weights, pulls = [], []
+        jacobian = np.array(tree.jacobian(state, False, self.effectors))
+        pulls = []
         for goal, point, weight in zip(self.goals, self.goal_points, self.weights):
-            row_weights += [weight] * 3
             pulls += [weight * (g - x) for g, x in zip(goal, state.points[point])]
-        descent = [0.0] * len(q)    # minus the gradient of half the objective: J^T W r
-        for row, pull in zip(rows, pulls):
-            descent = list(map(add, descent, map(mul, row, repeat(pull))))
+        descent = (np.array(pulls) @ jacobian).tolist()  # minus half the gradient: J^T W r
         lower, upper = self.solver._lower, self.solver._upper
         free = [j for j, (a, lo, hi, g) in enumerate(zip(q, lower, upper, descent))
                 if not ((a <= lo and g < 0.0) or (a >= hi and g > 0.0))]
@@ -2285,20 +2263,23 @@ class _Solve:
             return None
         curvature = tree.curvature(state, self.effectors, list(zip(*[iter(pulls)] * 3)),
                                    len(q))
-        weighted = [[row[j] * w for row, w in zip(rows, row_weights)] for j in free]
-        plain = [[row[j] for row in rows] for j in free]
-        hessian = [[sum(map(mul, column, other)) - curvature[j][k]
-                    for other, k in zip(plain, free)] for column, j in zip(weighted, free)]
-        scale = max(max(hessian[i][i] for i in range(len(free))), _DAMPING_FLOOR)
-        gradient = [descent[j] for j in free]
+        hessian = (jacobian.T * np.repeat(self.weights, 3)) @ jacobian - np.array(curvature)
+        hessian = hessian[np.ix_(free, free)]
+        gradient = np.array([descent[j] for j in free])
+        scale = max(float(hessian.diagonal().max()), _DAMPING_FLOOR)
+        identity = np.eye(len(free))
         least = _NEWTON_STALL * fit.objective
         while damping <= _DAMPING_MAX:
-            step = _cholesky_solve(hessian, gradient, damping * scale)
-            if step is None:    # not positive definite: damp more
+            system = hessian + damping * scale * identity
+            try:
+                np.linalg.cholesky(system)
+            except np.linalg.LinAlgError:   # not positive definite: damp more
                 damping *= 10.0
                 continue
-            if sum(map(mul, step, gradient)) < least:   # about the model's gain: converged
+            step = np.linalg.solve(system, gradient)
+            if float(step @ gradient) < least:  # about the model's gain: converged
                 return None
+            step = step.tolist()
             moved = list(q)
             for j, change in zip(free, step):
                 moved[j] = min(max(moved[j] + change, lower[j]), upper[j])
