@@ -21,7 +21,7 @@ import sys
 
 import rclpy
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
 import yaml
@@ -74,9 +74,13 @@ def run_node(make_node: Callable[[], Node], name: str, args: list[str] | None = 
         rclpy.logging.get_logger(name).fatal(f'cannot start: {one_line(error)}')
         raise SystemExit(1) from None
     node = None
+    # An executor of its own, shut down before the context: rclpy.spin's global one would
+    # release its SIGINT guard condition only in a finaliser at exit, after the context.
+    executor = SingleThreadedExecutor()
     try:
         node = make_node()
-        rclpy.spin(node)
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except rclpy_implementation.RCLError:
@@ -90,6 +94,7 @@ def run_node(make_node: Callable[[], Node], name: str, args: list[str] | None = 
         rclpy.logging.get_logger(name).fatal(f'cannot start: {error}')
         raise SystemExit(1) from None
     finally:
+        executor.shutdown()
         if node is not None:
             node.destroy_node()
         if rclpy.ok():  # rclpy.try_shutdown() is newer than Humble
