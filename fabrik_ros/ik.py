@@ -708,6 +708,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     coordinates = [f'q{c}' for c in range(n_q)]
     writer.lines += [f'    [{", ".join(coordinates)}] = q', '    bx, by, bz = base']
     moments = _moment_sums(fits, writer.lines) if fitting else {}
+    held: dict[str, tuple[str, int]] = {}   # see _moment_fit_source
     base_frame: list[float | str] = [*_IDENTITY, 'bx', 'by', 'bz']
     frames: list[list[float | str]] = []
     points: list[list[float | str]] = [base_frame[9:]] * tree.n_points
@@ -732,7 +733,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
         angle = position(joint)
         if fitting and joint.decides:
             args = (j, joint, angle, h, origin)
-            writer.lines += _moment_fit_source(*args, moments[j]) if j in moments \
+            writer.lines += _moment_fit_source(*args, moments[j], held) if j in moments \
                 else _fit_source(*args, fits[j])
             c, m, o = joint.coordinate, joint.multiplier, joint.shift
             writer.lines.append(f'    q{c} = fitted' if m == 1.0 and o == 0.0 else
@@ -764,8 +765,9 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     writer.lines.append(f'    return [{", ".join(coordinates)}], '
                         f'[{", ".join(map(_source, frames + [base_frame]))}], '
                         f'[{", ".join(map(_source, points))}]')
-    namespace = {'cos': math.cos, 'sin': math.sin, 'inf': math.inf,
-                 'fitted_angle': _fitted_angle, 'fitted_slide': _fitted_slide,
+    namespace = {'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2,
+                 'remainder': math.remainder, 'inf': math.inf,
+                 'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,
                  'lower': tree.lower, 'upper': tree.upper}
     name = f'<fabrik_ros {"fitting" if fitting else "forward"} sweep, {len(tree.joints)} joints>'
     exec(compile('\n'.join(writer.lines), name, 'exec'), namespace)
@@ -823,14 +825,29 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
                       f'{dot(h[1::3], ("dx", "dy", "dz"))}',
                       f'    num += {scale}(gx * uy - gy * ux)',
                       f'    den += {scale}(gx * ux + gy * uy)']
-    return lines + [_fitted_line(joint, model, current)]
+    return lines + _fitted_lines(model, current)
 
 
-def _fitted_line(joint: int, model: _Joint, current: float | str) -> str:
-    """Return the line that turns a joint's num and den into `fitted`."""
+def _fitted_lines(model: _Joint, current: float | str) -> list[str]:
+    """
+    Return the lines that turn a joint's num and den into `fitted`, its in-limit fit.
+
+    Revolute: atan2(num, den), the turn of it nearest the current angle, else the limit
+    closest in effect (_limited_angle); a weak fit means the points lie on the axis and say
+    nothing: the angle stays. Written out, not called: a call per joint costs as much as the
+    rest of a small joint's fit. Prismatic: see _fitted_slide.
+    """
     current = current if isinstance(current, str) else repr(current)
-    function = 'fitted_slide' if model.prismatic else 'fitted_angle'
-    return f'    fitted = {function}(num, den, {current}, {model.lower!r}, {model.upper!r})'
+    limits = f'{model.lower!r}, {model.upper!r}'
+    if model.prismatic:
+        return [f'    fitted = fitted_slide(num, den, {current}, {limits})']
+    return [f'    if num * num + den * den <= {_ON_AXIS * _ON_AXIS!r}:',
+            f'        fitted = {current}',
+            '    else:',
+            '        best = atan2(num, den)',
+            f'        fitted = {current} + remainder(best - {current}, {_TWO_PI!r})',
+            f'        if not {model.lower!r} <= fitted <= {model.upper!r}:',
+            f'            fitted = limited_angle(best, {current}, {limits})']
 
 
 def _moment_sums(fits: list[_Fit], lines: list[str]) -> dict[int, list[str]]:
@@ -870,29 +887,45 @@ def _moment_sums(fits: list[_Fit], lines: list[str]) -> dict[int, list[str]]:
 
 
 def _moment_fit_source(joint: int, model: _Joint, current: float | str, h: list[float | str],
-                       origin: list[float | str], sums: list[str]) -> list[str]:
+                       origin: list[float | str], sums: list[str],
+                       held: dict[str, tuple[str, int]]) -> list[str]:
     """
     Return the source lines that set `fitted` from the joint's moment sums.
 
     The fit of _fit_source, summed once: with o the joint's old origin and p its new one,
     M = sum w (v - o)(d - p)^T = S - o (D - W p)^T - V p^T; revolute: num = kx M hy -
-    ky M hx, den = kx M hx + ky M hy (k, h: its old and new frame's columns); prismatic:
+    ky M hx, den = kx M hx + ky M hy (k, h: its old and new frame's columns; only the
+    columns of M that h's x and y columns use are computed); prismatic:
     num = a . (D - W p) - kz . (V - W o), den = W.
+    held: per local of these lines, the source and joint point it was last computed for.
+    Co-located joints (a two- or three-axis point) share their point's origins and fit
+    points, hence M: the joints after the first reuse it instead of summing it again.
     """
     j = joint
-    w, v, d, s = f'({sums[0]})', sums[1:4], sums[4:7], sums[7:]
+    v, d, s = sums[1:4], sums[4:7], sums[7:]
     p = [value if isinstance(value, str) else repr(value) for value in origin]
-    lines = [f'    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = old_frames[{j}]',
-             f'    w = {w}']
-    lines += [f'    e{c} = {d[c]} - w * ({p[c]})' for c in range(3)]
+    lines = [f'    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = old_frames[{j}]']
+
+    def let(name: str, source: str) -> None:
+        """Emit `name = source` unless the local already holds it (for this point)."""
+        if held.get(name) != (source, model.point):
+            held[name] = (source, model.point)
+            lines.append(f'    {name} = {source}')
+
+    let('w', f'({sums[0]})')
     if model.prismatic:
+        for c in range(3):
+            let(f'e{c}', f'{d[c]} - w * ({p[c]})')
         a = [value if isinstance(value, str) else repr(value) for value in h[2::3]]
         lines += [f'    num = ({a[0]}) * e0 + ({a[1]}) * e1 + ({a[2]}) * e2 - ('
                   f'a2 * ({v[0]} - w * ox) + a5 * ({v[1]} - w * oy) + a8 * ({v[2]} - w * oz))',
                   '    den = w']
-        return lines + [_fitted_line(joint, model, current)]
-    lines += [f'    m{r}{c} = {s[3 * r + c]} - {o} * e{c} - ({v[r]}) * ({p[c]})'
-              for r, o in enumerate(('ox', 'oy', 'oz')) for c in range(3)]
+        return lines + _fitted_lines(model, current)
+    for c in range(3):
+        if h[3 * c] != 0.0 or h[3 * c + 1] != 0.0:
+            let(f'e{c}', f'{d[c]} - w * ({p[c]})')
+            for r, o in enumerate(('ox', 'oy', 'oz')):
+                let(f'm{r}{c}', f'{s[3 * r + c]} - {o} * e{c} - ({v[r]}) * ({p[c]})')
 
     def times_m(column: list[float | str], row: int) -> str:
         terms = [f'm{row}{c}' if value == 1.0 else f'{value!r} * m{row}{c}'
@@ -904,21 +937,7 @@ def _moment_fit_source(joint: int, model: _Joint, current: float | str, h: list[
               f'    u0, u1, u2 = {", ".join(times_m(h[1::3], r) for r in range(3))}',
               '    num = a0 * u0 + a3 * u1 + a6 * u2 - (a1 * t0 + a4 * t1 + a7 * t2)',
               '    den = a0 * t0 + a3 * t1 + a6 * t2 + a1 * u0 + a4 * u1 + a7 * u2']
-    return lines + [_fitted_line(joint, model, current)]
-
-
-def _fitted_angle(num: float, den: float, current: float, lower: float, upper: float
-                  ) -> float:
-    """
-    Return the in-limit angle atan2(num, den) of a joint's fit (see _fit_source), radians.
-
-    A weak fit means the points lie on the axis and say nothing: the angle stays `current`.
-    """
-    if num * num + den * den <= _ON_AXIS * _ON_AXIS:
-        return current
-    best = math.atan2(num, den)
-    angle = current + math.remainder(best - current, _TWO_PI)
-    return angle if lower <= angle <= upper else _limited_angle(best, current, lower, upper)
+    return lines + _fitted_lines(model, current)
 
 
 def _fitted_slide(total: float, weights: float, current: float, lower: float, upper: float
