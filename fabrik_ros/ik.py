@@ -397,7 +397,8 @@ class _Tree:
             self.next_fit.append(((first, stop, _FAR_WEIGHT),) + tuple(
                 (k, k + 1, 1.0 - _FAR_WEIGHT) for k, _ in self.children[joint.point]
                 if first <= k < stop))
-        self._forward = _compiled_sweep(self)
+        # Plain FK, and per effector its Jacobian's rows (see _compiled_sweep).
+        self._forward, self._rows = _compiled_sweep(self)
         # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).
         self.columns = [tuple((j, self.joints[j].coordinate, self.joints[j].multiplier,
                                self.joints[j].prismatic) for j in effector.joints)
@@ -440,7 +441,7 @@ class _Tree:
         else:
             key = tuple(map(id, fits))
             if key not in self._fittings:
-                self._fittings[key] = (fits, _compiled_sweep(self, fits))
+                self._fittings[key] = (fits, _compiled_sweep(self, fits)[0])
             q, frames, points = self._fittings[key][1](q, base, old.frames, old.points,
                                                        desired)
         return _State(q, base, frames, points)
@@ -558,29 +559,14 @@ class _Tree:
         Columns: the n independent joints (a mimic joint adds its column, times its
         multiplier, to its leader's), then the root's x, y, z when it is free.
         """
-        n = len(state.q)
-        width = n + 3 if free_root else n
-        rows = []
-        frames = state.frames
-        for effector, columns in zip(map(self.effectors.__getitem__, effectors),
-                                     map(self.columns.__getitem__, effectors)):
-            ex, ey, ez = state.points[effector.point]
-            row_x, row_y, row_z = [0.0] * width, [0.0] * width, [0.0] * width
-            for j, c, m, prismatic in columns:
-                frame = frames[j]
-                ax, ay, az = frame[2], frame[5], frame[8]
-                if prismatic:
-                    row_x[c] += m * ax
-                    row_y[c] += m * ay
-                    row_z[c] += m * az
-                    continue
-                lx, ly, lz = ex - frame[9], ey - frame[10], ez - frame[11]
-                row_x[c] += m * (ay * lz - az * ly)
-                row_y[c] += m * (az * lx - ax * lz)
-                row_z[c] += m * (ax * ly - ay * lx)
-            if free_root:
-                row_x[n], row_y[n + 1], row_z[n + 2] = 1.0, 1.0, 1.0
-            rows += [row_x, row_y, row_z]
+        rows: list[list[float]] = []
+        frames, points = state.frames, state.points
+        for index in effectors:
+            rows += self._rows[index](frames, *points[self.effectors[index].point])
+        if free_root:
+            for axis, row in enumerate(rows):
+                row += (0.0, 0.0, 0.0)
+                row[-3 + axis % 3] = 1.0
         return rows
 
     def curvature(self, state: _State, effectors: list[int],
@@ -691,9 +677,11 @@ def _source(values: list[float | str]) -> str:
 
 
 def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
-                    ) -> Callable[..., tuple[list, list, list]]:
+                    ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable]]:
     """
     Return the tree's sweep compiled to a function (see _SweepWriter and _Tree.sweep).
+
+    Plain FK comes with per effector its Jacobian's rows (_rows_source), [] for a fitting.
 
     Without fits: forward(q, base) -> (q, frames, points), plain FK; the frames are per
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
@@ -765,13 +753,76 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     writer.lines.append(f'    return [{", ".join(coordinates)}], '
                         f'[{", ".join(map(_source, frames + [base_frame]))}], '
                         f'[{", ".join(map(_source, points))}]')
+    if not fitting:
+        for index, effector in enumerate(tree.effectors):
+            writer.lines += _rows_source(tree, index, effector, frames)
     namespace = {'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2,
                  'remainder': math.remainder, 'inf': math.inf,
                  'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,
                  'lower': tree.lower, 'upper': tree.upper}
     name = f'<fabrik_ros {"fitting" if fitting else "forward"} sweep, {len(tree.joints)} joints>'
     exec(compile('\n'.join(writer.lines), name, 'exec'), namespace)
-    return namespace['fitting' if fitting else 'forward']
+    if fitting:
+        return namespace['fitting'], []
+    return namespace['forward'], [namespace[f'rows{index}']
+                                  for index in range(len(tree.effectors))]
+
+
+def _rows_source(tree: _Tree, index: int, effector: _Effector,
+                 frames: list[list[float | str]]) -> list[str]:
+    """
+    Return the source of rows<index>(frames, ex, ey, ez): the effector's Jacobian rows.
+
+    frames: the joints' frames as the compiled sweep writes them (constants folded, which
+    stay constant in every state it makes). A revolute joint's column is its axis a cross
+    (effector - origin), a prismatic joint's its axis; a mimic joint adds its column, times
+    its multiplier, to its leader's (IkSolver's columns are the independent joints).
+    Co-located joints share their lever. Returns three lists of floats, one per row.
+    """
+    lines = [f'def rows{index}(frames, ex, ey, ez):']
+    terms: list[list[list[str]]] = [[[], [], []] for _ in tree.lower]  # per coordinate, row
+    lever: tuple[float | str, ...] = ()     # the origin whose lever is in lx, ly, lz
+
+    def product(a: float | str, b: str) -> str | None:
+        if isinstance(a, float):
+            return None if a == 0.0 else b if a == 1.0 else _negated(b) if a == -1.0 \
+                else f'{a!r} * {b}'
+        return f'{a} * {b}'
+
+    def difference(a: str | None, b: str | None) -> str:
+        return (f'{a} - {b}' if b else a) if a else _negated(b) if b else '0.0'
+
+    for j in effector.joints:
+        joint = tree.joints[j]
+        frame = frames[j]
+        names = [f'f{j}_{i}' if i in (2, 5, 8, 9, 10, 11) and not isinstance(value, float)
+                 else '_' for i, value in enumerate(frame)]
+        lines.append(f'    {", ".join(names)} = frames[{j}]')
+        ax, ay, az = (value if isinstance(value, float) else names[i]
+                      for i, value in zip((2, 5, 8), frame[2::3]))
+        if joint.prismatic:
+            column = [value if isinstance(value, str) else repr(value) for value in (ax, ay, az)]
+        else:
+            if tuple(frame[9:]) != lever:
+                lever = tuple(frame[9:])
+                lines.append('    lx, ly, lz = ' + ', '.join(
+                    f'e{axis} - {name}' if name != '_' else f'e{axis} - {value!r}'
+                    for axis, name, value in zip('xyz', names[9:], frame[9:])))
+            column = [difference(product(ay, 'lz'), product(az, 'ly')),
+                      difference(product(az, 'lx'), product(ax, 'lz')),
+                      difference(product(ax, 'ly'), product(ay, 'lx'))]
+        kept = [(row, f'c{j}{axis}', value) for row, (axis, value) in enumerate(zip('xyz', column))
+                if value != '0.0']
+        if kept:
+            lines.append(f'    {", ".join(name for _, name, _ in kept)} = '
+                         f'{", ".join(value for _, _, value in kept)}')
+        for row, name, _ in kept:
+            terms[joint.coordinate][row].append(
+                name if joint.multiplier == 1.0 else f'{joint.multiplier!r} * {name}')
+    for row in range(3):
+        entries = (' + '.join(per_row[row]) or '0.0' for per_row in terms)
+        lines.append(f'    row{row} = [{", ".join(entries)}]')
+    return lines + ['    return row0, row1, row2']
 
 
 _MOMENT_POINTS = 7  # a joint fitted to this many points or more sums moments (_moment_sums)

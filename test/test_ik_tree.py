@@ -20,7 +20,7 @@ Checked against the model's own forward kinematics (Chain.forward), as for seria
 
 import math
 
-from fabrik_ros.chain import Chain, Effector, Joint, rotation_from_rpy
+from fabrik_ros.chain import Chain, Effector, Joint, Mimic, rotation_from_rpy
 from fabrik_ros.config import chain_from_parameters, load_config
 from fabrik_ros.ik import HELD_WEIGHT, IkSolver
 from hypothesis import given, settings, strategies as st
@@ -147,6 +147,38 @@ class TestTrees:
             assert_within_limits(chain, q)
             squares = np.sum((chain.effector_positions(q) - goals) ** 2, axis=1)
             assert math.sqrt(weights @ squares) == pytest.approx(error, rel=1e-9, abs=1e-12)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.data())
+    def test_the_closing_steps_jacobian_is_the_chains(self, data):
+        # The solver's Jacobian rows are compiled per effector with the frames' constants
+        # folded: they must equal the chain's Jacobian, slides and followers included, and
+        # a free root adds an identity block.
+        real, integer = hypothesis_draws(data.draw)
+        tree = random_tree(real, integer)
+        joints: list[Joint] = []
+        for index, joint in enumerate(tree.joints):
+            leaders = [other.name for other in joints if other.mimic is None]
+            kind = ('revolute', 'prismatic', 'mimic')[integer(0, 2) if leaders else 0]
+            mimic = Mimic(leaders[integer(0, len(leaders) - 1)], real(-2.0, 2.0),
+                          real(-0.1, 0.1)) if kind == 'mimic' else None
+            limits = {'revolute': (joint.lower, joint.upper), 'prismatic': (-0.2, 0.3),
+                      'mimic': (-math.inf, math.inf)}[kind]
+            joints.append(Joint(joint.name, joint.parent, joint.origin_xyz,
+                                joint.origin_rotation, joint.axis, *limits,
+                                kind='prismatic' if kind == 'prismatic' else 'revolute',
+                                mimic=mimic))
+        chain = Chain('base', joints, tree.effectors)
+        q = random_pose(chain, real)
+        solver = IkSolver(chain)
+        state = solver._tree.sweep(q.tolist(), (0.0, 0.0, 0.0))
+        effectors = list(range(len(chain.effectors)))
+        expected = chain.position_jacobian(chain.forward(q)).reshape(-1, chain.dof)
+        np.testing.assert_allclose(solver._tree.jacobian(state, False, effectors), expected,
+                                   atol=1e-12)
+        free = np.array(solver._tree.jacobian(state, True, effectors))
+        np.testing.assert_allclose(free[:, :chain.dof], expected, atol=1e-12)
+        np.testing.assert_array_equal(free[:, chain.dof:], np.tile(np.eye(3), (len(effectors), 1)))
 
 
 class TestRobots:
