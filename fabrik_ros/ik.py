@@ -696,7 +696,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     coordinates = [f'q{c}' for c in range(n_q)]
     writer.lines += [f'    [{", ".join(coordinates)}] = q', '    bx, by, bz = base']
     moments = _moment_sums(fits, writer.lines) if fitting else {}
-    held: dict[str, tuple[str, int]] = {}   # see _moment_fit_source
+    held: dict[str, tuple[str, int]] = {}   # see _moment_fit_source and _fit_source
     base_frame: list[float | str] = [*_IDENTITY, 'bx', 'by', 'bz']
     frames: list[list[float | str]] = []
     points: list[list[float | str]] = [base_frame[9:]] * tree.n_points
@@ -722,7 +722,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
         if fitting and joint.decides:
             args = (j, joint, angle, h, origin)
             writer.lines += _moment_fit_source(*args, moments[j], held) if j in moments \
-                else _fit_source(*args, fits[j])
+                else _fit_source(*args, fits[j], held)
             c, m, o = joint.coordinate, joint.multiplier, joint.shift
             writer.lines.append(f'    q{c} = fitted' if m == 1.0 and o == 0.0 else
                                 f'    q{c} = min(max((fitted - {o!r}) / {m!r}, '
@@ -836,7 +836,8 @@ def _fit_count(fit: _Fit) -> int:
 
 
 def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float | str],
-                origin: list[float | str], fit: _Fit) -> list[str]:
+                origin: list[float | str], fit: _Fit, held: dict[str, tuple[str, int]]
+                ) -> list[str]:
     """
     Return the source lines that set `fitted`, the joint's fitted angle or slide, point by point.
 
@@ -848,6 +849,8 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
     sum w (gx ux + gy uy)), the closed-form least-squares rotation. Prismatic: at slide d it
     sits at origin + d a + H g (a: H's z column); the least-squares d is the weighted mean
     of a . (desired - origin) - g_z.
+    Each point's old and desired positions relative to the old and new origin are locals
+    of their own (held: see _moment_fit_source): co-located joints compute them once.
     """
     def dot(column: tuple[float | str, ...], names: tuple[str, str, str]) -> str:
         terms = [name if value == 1.0 else f'{value!r} * {name}' if isinstance(value, float)
@@ -858,22 +861,27 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
         return name if value == 0.0 else f'{name} - {value!r}' if isinstance(value, float) \
             else f'{name} + {value[1:]}' if value.startswith('-') else f'{name} - {value}'
 
-    differences = ['    x, y, z = x - ox, y - oy, z - oz',
-                   f'    dx, dy, dz = {", ".join(map(offset, ("dx", "dy", "dz"), origin))}']
     lines = [f'    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = old_frames[{joint}]',
              '    num = den = 0.0']
     for point, weight in ((k, w) for first, stop, w in fit for k in range(first, stop)):
         scale = '' if weight == 1.0 else f'{weight!r} * '
-        lines += [f'    x, y, z = old_points[{point}]', f'    dx, dy, dz = desired[{point}]',
-                  *differences]
+        x, y, z = f'x{point}', f'y{point}', f'z{point}'
+        dx, dy, dz = f'dx{point}', f'dy{point}', f'dz{point}'
+        relative = f'{x}, {y}, {z} = {x} - ox, {y} - oy, {z} - oz'
+        desired = f'{dx}, {dy}, {dz} = {", ".join(map(offset, (dx, dy, dz), origin))}'
+        if held.get(x) != (relative + desired, model.point):
+            held[x] = (relative + desired, model.point)
+            lines += [f'    {x}, {y}, {z} = old_points[{point}]',
+                      f'    {dx}, {dy}, {dz} = desired[{point}]',
+                      f'    {relative}', f'    {desired}']
         if model.prismatic:
-            lines += [f'    num += {scale}({dot(h[2::3], ("dx", "dy", "dz"))} '
-                      '- (a2 * x + a5 * y + a8 * z))',
+            lines += [f'    num += {scale}({dot(h[2::3], (dx, dy, dz))} '
+                      f'- (a2 * {x} + a5 * {y} + a8 * {z}))',
                       f'    den += {weight!r}']
         else:
-            lines += ['    gx, gy = a0 * x + a3 * y + a6 * z, a1 * x + a4 * y + a7 * z',
-                      f'    ux, uy = {dot(h[0::3], ("dx", "dy", "dz"))}, '
-                      f'{dot(h[1::3], ("dx", "dy", "dz"))}',
+            lines += [f'    gx, gy = a0 * {x} + a3 * {y} + a6 * {z}, '
+                      f'a1 * {x} + a4 * {y} + a7 * {z}',
+                      f'    ux, uy = {dot(h[0::3], (dx, dy, dz))}, {dot(h[1::3], (dx, dy, dz))}',
                       f'    num += {scale}(gx * uy - gy * ux)',
                       f'    den += {scale}(gx * ux + gy * uy)']
     return lines + _fitted_lines(model, current)
