@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import compress
 import math
 from operator import add, and_, le, mul, not_
 import time
@@ -1871,11 +1871,6 @@ class IkSolver:
             and_, map(le, inner_lower, q), map(le, q, inner_upper)))))
         width = len(rows[0])
         lower, upper = self._lower, self._upper
-        # The error's gradient J^T r says which way a joint is drawn: away from its limit it
-        # is free.
-        gradient = [0.0] * width
-        for row, r in zip(rows, residual):
-            gradient = list(map(add, gradient, map(mul, row, repeat(r))))
         weights = [1.0] * width
         push = [0.0] * width if steer else None
         for j in near:
@@ -1884,7 +1879,12 @@ class IkSolver:
             room, sign = (low, -1.0) if low < high else (high, 1.0)
             if push:
                 push[j] = -sign * _LIMIT_PUSH * (_LIMIT_MARGIN - room)
-            if sign * gradient[j] > 0.0:
+            # The error's gradient J^T r says which way the joint is drawn: away from its
+            # limit it is free.
+            drawn = 0.0
+            for row, r in zip(rows, residual):
+                drawn += row[j] * r
+            if sign * drawn > 0.0:
                 weights[j] = max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)
         return weights, push
 
