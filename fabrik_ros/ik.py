@@ -123,6 +123,7 @@ _RESTART_ERROR_REACH = 1e-3  # ... but at most this fraction of the reach (small
 _AGREE = 1e-3           # of the reach (at least one tolerance): restarts ending this close
 #                         to the best error found the same residual; closer by more is progress
 _UNREACHABLE_AFTER = 2  # default unreachable_after: restarts confirming the best residual
+_KEPT_WEIGHTS = 16      # sets of subtree weights a tree keeps (one per targeted subset)
 HELD_WEIGHT = 1e4       # default weight of an effector without a target: it holds
 
 
@@ -411,6 +412,10 @@ class _Tree:
         # Root-to-tip passes, compiled per fit list on first use: {ids of the fits: (fits,
         # function)}; holding the fits keeps their ids unique.
         self._fittings: dict[tuple[int, ...], tuple[list[_Fit], Callable]] = {}
+        # The last pass used and its fits list: the next pass with that list needs no key.
+        self._fitting: tuple[list[_Fit] | None, Callable | None] = (None, None)
+        # Per point the weight below it, per (goal points, weights): see subtree_weights.
+        self._subtree_weights: dict[tuple[tuple[int, ...], tuple[float, ...]], list[float]] = {}
         self.neutral = self.sweep(chain.neutral().tolist(), _ORIGIN)
         self._made_from = (chain, markers)
 
@@ -439,11 +444,13 @@ class _Tree:
         if desired is None:
             q, frames, points = self._forward(q, base)
         else:
-            key = tuple(map(id, fits))
-            if key not in self._fittings:
-                self._fittings[key] = (fits, _compiled_sweep(self, fits)[0])
-            q, frames, points = self._fittings[key][1](q, base, old.frames, old.points,
-                                                       desired)
+            fitting = self._fitting
+            if fitting[0] is not fits:  # else the same fits as the last pass: no key to make
+                key = tuple(map(id, fits))
+                if key not in self._fittings:
+                    self._fittings[key] = (fits, _compiled_sweep(self, fits)[0])
+                fitting = self._fitting = (fits, self._fittings[key][1])
+            q, frames, points = fitting[1](q, base, old.frames, old.points, desired)
         return _State(q, base, frames, points)
 
     def stretched(self, targets: list[tuple[float, float, float] | None], state: _State,
@@ -477,12 +484,23 @@ class _Tree:
         return stretch, beyond
 
     def subtree_weights(self, goal_points: list[int], weights: list[float]) -> list[float]:
-        """Return per point the summed weight of the goal points (effectors) at or below it."""
-        totals = [0.0] * self.n_points
-        for point, weight in zip(goal_points, weights):
-            totals[point] = weight
-        for point in self.inner_points + [0]:
-            totals[point] += sum(totals[child] for child, _ in self.children[point])
+        """
+        Return per point the summed weight of the goal points (effectors) at or below it.
+
+        The same goals and weights come back solve after solve: the totals are kept (a few
+        sets; not to be modified).
+        """
+        key = (tuple(goal_points), tuple(weights))
+        totals = self._subtree_weights.get(key)
+        if totals is None:
+            totals = [0.0] * self.n_points
+            for point, weight in zip(goal_points, weights):
+                totals[point] = weight
+            for point in self.inner_points + [0]:
+                totals[point] += sum(totals[child] for child, _ in self.children[point])
+            if len(self._subtree_weights) >= _KEPT_WEIGHTS:
+                self._subtree_weights.clear()
+            self._subtree_weights[key] = totals
         return totals
 
     def reach_back(self, state: _State, goal_points: list[int],
