@@ -62,7 +62,7 @@ from fabrik_ros.chain import Chain, Effector, rotation_tuple
 import numpy as np
 
 ROOT_MODES = ('pinned', 'free')
-FIT_MODES = ('chain', 'next')
+FIT_MODES = ('auto', 'chain', 'next')
 ORIENTATION_MODES = ('full', 'axis', 'position')
 MAX_COORDINATE_M = 1e6  # metres: a target farther out is an input error (it would overflow)
 
@@ -71,6 +71,7 @@ _IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
 _ORIGIN = (0.0, 0.0, 0.0)
 _FAR_WEIGHT = 1e-3      # fit 'next': weight of points beyond the next (they break ties)
 _COLOCATED = 1e-9       # metres: joint origins closer than this form one point
+_PARALLEL = 0.1         # sine of the angle below which two axes at a point count as one
 _SNAP = 1e-15           # a compiled constant this close to 0 or +-1 is taken as that value
 _ON_AXIS = 1e-12        # m^2: a weaker fit means the points lie on the axis; keep the angle
 # Levenberg-Marquardt damping of the closing step, as a multiple of the squared error: large
@@ -379,6 +380,16 @@ class _Tree:
         effector_points = set(effector_point)
         self.inner_points = [k for k in range(self.n_points - 1, 0, -1)
                              if k not in effector_points]
+        # Every point a revolute joint turns about turns about two or more axes (universal
+        # or ball joints: a tentacle, a snake), the chain FABRIK models: see IkSolver's fit.
+        axes = chain.forward(chain.neutral()).axes
+        turning: dict[int, list[np.ndarray]] = {}
+        for index, joint in enumerate(joints):
+            if not joint.prismatic:
+                turning.setdefault(point_of_joint[index], []).append(axes[index])
+        self.ball_joints = bool(turning) and all(
+            any(np.linalg.norm(np.cross(first, other)) > _PARALLEL for other in rest)
+            for first, *rest in turning.values())
         # Per joint, the downstream points its motion is fitted to (see _Fit).
         # whole_fit: the whole downstream chain, the better compromise when the FABRIK points
         # are not a pose the joints can take exactly (reachable targets).
@@ -1356,8 +1367,12 @@ class IkSolver:
     root: 'pinned' (the base stays) or 'free' (the base slides toward the targets like the
     end of a rope; result.base_position says where it went).
     fit: which downstream points a joint's angle brings onto the FABRIK points for a
-    reachable target: 'chain' (the whole downstream chain, default) or 'next' (the next
-    points, the classic forward pass). Out-of-reach targets always use 'next'.
+    reachable target: 'chain' (the whole downstream chain) or 'next' (the next points, the
+    classic forward pass). The default, 'auto', is 'next' where every joint point turns
+    about two or more axes (universal or ball joints, FABRIK's own model: each point can
+    take the next one's FABRIK position, and the classic pass needs fewer iterations) and
+    'chain' otherwise (hinges and arms, whose points cannot: the whole chain is the better
+    compromise). Out-of-reach targets always use 'next'.
     fabrik_gain, closing_radius: FABRIK iterates while each iteration cuts the error below
     fabrik_gain times the previous one and the error exceeds closing_radius (metres,
     default 10 % of the reach); then damped least-squares steps close the rest, quadratic
@@ -1396,7 +1411,7 @@ class IkSolver:
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
-                 root: str = 'pinned', *, fit: str = 'chain', fabrik_gain: float = 0.8,
+                 root: str = 'pinned', *, fit: str = 'auto', fabrik_gain: float = 0.8,
                  closing_radius: float | None = None, max_restarts: int = 24,
                  restart_error: float | None = None,
                  unreachable_after: int | None | str = 'auto',
@@ -1450,8 +1465,10 @@ class IkSolver:
         self.max_iterations = max_iterations
         self.root = root
         self.fabrik_gain = float(fabrik_gain)
-        self._fit = fit
         self._tree = _Tree(chain)
+        if fit == 'auto':
+            fit = 'next' if self._tree.ball_joints else 'chain'
+        self.fit = fit
         self._fits = self._tree.whole_fit if fit == 'chain' else self._tree.next_fit
         reach = max(effector.reach for effector in self._tree.effectors)
         self.reach = reach
@@ -1584,7 +1601,7 @@ class IkSolver:
                        [np.array([scale, 0.0, 0.0]), np.array([0.0, scale, 0.0])]
                        for mode, axis in zip(modes, self.tool_axes)]
             tree = _Tree(self.chain, markers)
-            self._pose_trees[modes] = (tree, tree.whole_fit if self._fit == 'chain'
+            self._pose_trees[modes] = (tree, tree.whole_fit if self.fit == 'chain'
                                        else tree.next_fit)
         return self._pose_trees[modes]
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import pickle
 
 from fabrik_ros.chain import Chain, Effector, Joint, rotation_from_rpy
+from fabrik_ros.config import chain_from_parameters, load_config
 from fabrik_ros.ik import IkSolver
 from hypothesis import assume, given, settings, strategies as st
 import numpy as np
@@ -218,6 +219,30 @@ class TestReaching:
             result = solver.solve(target)
             assert result.reached and tip_error(arm, result.q, target) <= TOLERANCE
             assert_within_limits(arm, result.q)
+
+    def test_the_automatic_fit_is_the_classic_pass_where_every_joint_point_is_a_ball(self):
+        params = load_config(REPO / 'config' / 'tentacle.yaml')
+        tentacle = chain_from_parameters(params, REPO)     # two axes at every point
+        hinges = chain_from_parameters({**params, 'chain.joint_type': 'hinge'}, REPO)
+
+        def pairs(second_axis: list[float]) -> Chain:
+            """Return two points of two joints each: z, then second_axis."""
+            return Chain('base', [Joint(f'j{index}', index - 1, [0.0, 0.0, 0.1 * (index == 2)],
+                                        np.eye(3), second_axis if index % 2 else [0, 0, 1],
+                                        -1.0, 1.0) for index in range(4)],
+                         [Effector('tip', 3, [0.1, 0.0, 0.0])])
+
+        assert [IkSolver(chain).fit for chain in (tentacle, pairs([0, 1, 0]))] == ['next'] * 2
+        assert [IkSolver(chain).fit for chain in (hinges, pairs([0, 0, 1]), demo_arm())] == \
+            ['chain'] * 3   # one axis per point (two in line are one)
+        assert IkSolver(tentacle, fit='chain').fit == 'chain'
+        solver = IkSolver(tentacle)
+        rng = np.random.default_rng(11)
+        for _ in range(50):
+            target = tentacle.tip_position(pose_in_limits(tentacle, rng.uniform(size=24)))
+            result = solver.solve(target)
+            assert result.reached and tip_error(tentacle, result.q, target) <= TOLERANCE
+            assert_within_limits(tentacle, result.q)
 
     def test_fabrik_carries_the_solve(self):
         """FABRIK removes most of the distance; the closing step only finishes it."""
