@@ -716,7 +716,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
     fitting(q, base, old_frames, old_points, desired), where each deciding joint's angle
     (or slide) is first fitted to the desired points (FABRIK's root-to-tip pass): point by
-    point for a few points (_fit_source), from moment sums for many (_moment_sums).
+    point for short runs of fit points, from moment sums for long ones (_fit_source).
     """
     n_q = len(tree.lower)
     fitting = fits is not None
@@ -725,7 +725,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     coordinates = [f'q{c}' for c in range(n_q)]
     writer.lines += [f'    [{", ".join(coordinates)}] = q', '    bx, by, bz = base']
     moments = _moment_sums(fits, writer.lines) if fitting else {}
-    held: dict[str, tuple[str, int]] = {}   # see _moment_fit_source and _fit_source
+    held: dict[str, tuple[str, int]] = {}   # see _fit_source
     base_frame: list[float | str] = [*_IDENTITY, 'bx', 'by', 'bz']
     frames: list[list[float | str]] = []
     points: list[list[float | str]] = [base_frame[9:]] * tree.n_points
@@ -749,9 +749,8 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
              for r in range(3) for c in range(3)]
         angle = position(joint)
         if fitting and joint.decides:
-            args = (j, joint, angle, h, origin)
-            writer.lines += _moment_fit_source(*args, moments[j], held) if j in moments \
-                else _fit_source(*args, fits[j], held)
+            writer.lines += _fit_source(j, joint, angle, h, origin, fits[j], moments.get(j),
+                                        held)
             c, m, o = joint.coordinate, joint.multiplier, joint.shift
             writer.lines.append(f'    q{c} = fitted' if m == 1.0 and o == 0.0 else
                                 f'    q{c} = min(max((fitted - {o!r}) / {m!r}, '
@@ -859,16 +858,11 @@ _MOMENTS = ('W', 'V0', 'V1', 'V2', 'D0', 'D1', 'D2', 'S00', 'S01', 'S02', 'S10',
             'S20', 'S21', 'S22')
 
 
-def _fit_count(fit: _Fit) -> int:
-    """Return how many points a fit has."""
-    return sum(stop - first for first, stop, _ in fit)
-
-
 def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float | str],
-                origin: list[float | str], fit: _Fit, held: dict[str, tuple[str, int]]
-                ) -> list[str]:
+                origin: list[float | str], fit: _Fit, sums: list[str] | None,
+                held: dict[str, tuple[str, int]]) -> list[str]:
     """
-    Return the source lines that set `fitted`, the joint's fitted angle or slide, point by point.
+    Return the source lines that set `fitted`, the joint's fitted angle or slide.
 
     h: the joint's frame at angle 0 and origin: its origin (new upstream joints), as
     _SweepWriter values; old_frames[joint]: its frame and origin in the state the points
@@ -877,9 +871,13 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
     points (u: the desired point in H) gives theta = atan2(sum w (gx uy - gy ux),
     sum w (gx ux + gy uy)), the closed-form least-squares rotation. Prismatic: at slide d it
     sits at origin + d a + H g (a: H's z column); the least-squares d is the weighted mean
-    of a . (desired - origin) - g_z.
-    Each point's old and desired positions relative to the old and new origin are locals
-    of their own (held: see _moment_fit_source): co-located joints compute them once.
+    of a . (desired - origin) - g_z. Both sums are linear in the points: the fit's long
+    runs come from their moment sums (`sums`, see _moment_sums; None without long runs),
+    the short ones point by point.
+    held: per local, the source and joint point it was last computed for: each point's
+    old and desired positions relative to the old and new origin are locals of their own,
+    and so are the moments, so co-located joints (a two- or three-axis point, sharing
+    origins and fit points) compute them once.
     """
     def dot(column: tuple[float | str, ...], names: tuple[str, str, str]) -> str:
         terms = [name if value == 1.0 else f'{value!r} * {name}' if isinstance(value, float)
@@ -890,9 +888,10 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
         return name if value == 0.0 else f'{name} - {value!r}' if isinstance(value, float) \
             else f'{name} + {value[1:]}' if value.startswith('-') else f'{name} - {value}'
 
-    lines = [f'    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = old_frames[{joint}]',
-             '    num = den = 0.0']
-    for point, weight in ((k, w) for first, stop, w in fit for k in range(first, stop)):
+    lines = [f'    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = old_frames[{joint}]']
+    lines += _moment_source(model, h, origin, sums, held) if sums else ['    num = den = 0.0']
+    for point, weight in ((k, w) for first, stop, w in fit if stop - first < _MOMENT_POINTS
+                          for k in range(first, stop)):
         scale = '' if weight == 1.0 else f'{weight!r} * '
         x, y, z = f'x{point}', f'y{point}', f'z{point}'
         dx, dy, dz = f'dx{point}', f'dy{point}', f'dz{point}'
@@ -940,17 +939,20 @@ def _fitted_lines(model: _Joint, current: float | str) -> list[str]:
 
 def _moment_sums(fits: list[_Fit], lines: list[str]) -> dict[int, list[str]]:
     """
-    Append source lines that sum the fit moments of the joints with many fit points.
+    Append source lines that sum the fit moments of the joints' long runs of fit points.
 
     A joint's fit needs, over its fit points (old position v, desired d, weight w), the sums
-    W = sum w, V = sum w v, D = sum w d and S = sum w v d^T (_moment_fit_source): then it
+    W = sum w, V = sum w v, D = sum w d and S = sum w v d^T (_moment_source): then it
     costs the same for any number of points. Points are numbered depth-first, so a fit is
     a few runs of points: the sums of a run are differences of running sums over the points,
     taken once per pass, and a pass is linear in the chain's length where point by point it
-    is quadratic. Returns per such joint the source of its 16 sums (_MOMENTS order).
+    is quadratic. Returns per joint with runs of _MOMENT_POINTS points or more the source of
+    their 16 sums (_MOMENTS order); shorter runs (the next point of fit 'next') are cheaper
+    point by point.
     """
-    chosen = [j for j, fit in enumerate(fits) if _fit_count(fit) >= _MOMENT_POINTS]
-    bounds = sorted({bound for j in chosen for first, stop, _ in fits[j]
+    long_runs = {j: runs for j, runs in enumerate(
+        [run for run in fit if run[1] - run[0] >= _MOMENT_POINTS] for fit in fits) if runs}
+    bounds = sorted({bound for runs in long_runs.values() for first, stop, _ in runs
                      for bound in (first, stop)})
     if not bounds:
         return {}
@@ -967,32 +969,25 @@ def _moment_sums(fits: list[_Fit], lines: list[str]) -> dict[int, list[str]]:
                   f'    {", ".join(f"B{bound}{part}" for part in _MOMENTS)} = {running}']
     lines.append(f'    {", ".join(f"B{bounds[0]}{part}" for part in _MOMENTS)} = '
                  f'{", ".join(["0.0"] * len(_MOMENTS))}')
-    sums = {}
-    for j in chosen:
-        sums[j] = [' + '.join(f'{"" if w == 1.0 else f"{w!r} * "}(B{stop}{part} - B{first}{part})'
-                              for first, stop, w in fits[j]) for part in _MOMENTS]
-    return sums
+    return {j: [' + '.join(f'{"" if w == 1.0 else f"{w!r} * "}(B{stop}{part} - B{first}{part})'
+                           for first, stop, w in runs) for part in _MOMENTS]
+            for j, runs in long_runs.items()}
 
 
-def _moment_fit_source(joint: int, model: _Joint, current: float | str, h: list[float | str],
-                       origin: list[float | str], sums: list[str],
-                       held: dict[str, tuple[str, int]]) -> list[str]:
+def _moment_source(model: _Joint, h: list[float | str], origin: list[float | str],
+                   sums: list[str], held: dict[str, tuple[str, int]]) -> list[str]:
     """
-    Return the source lines that set `fitted` from the joint's moment sums.
+    Return the source lines that set num and den from the joint's moment sums.
 
-    The fit of _fit_source, summed once: with o the joint's old origin and p its new one,
+    The sums of _fit_source, summed once: with o the joint's old origin and p its new one,
     M = sum w (v - o)(d - p)^T = S - o (D - W p)^T - V p^T; revolute: num = kx M hy -
     ky M hx, den = kx M hx + ky M hy (k, h: its old and new frame's columns; only the
     columns of M that h's x and y columns use are computed); prismatic:
-    num = a . (D - W p) - kz . (V - W o), den = W.
-    held: per local of these lines, the source and joint point it was last computed for.
-    Co-located joints (a two- or three-axis point) share their point's origins and fit
-    points, hence M: the joints after the first reuse it instead of summing it again.
+    num = a . (D - W p) - kz . (V - W o), den = W. held: see _fit_source.
     """
-    j = joint
     v, d, s = sums[1:4], sums[4:7], sums[7:]
     p = [value if isinstance(value, str) else repr(value) for value in origin]
-    lines = [f'    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = old_frames[{j}]']
+    lines: list[str] = []
 
     def let(name: str, source: str) -> None:
         """Emit `name = source` unless the local already holds it (for this point)."""
@@ -1005,10 +1000,10 @@ def _moment_fit_source(joint: int, model: _Joint, current: float | str, h: list[
         for c in range(3):
             let(f'e{c}', f'{d[c]} - w * ({p[c]})')
         a = [value if isinstance(value, str) else repr(value) for value in h[2::3]]
-        lines += [f'    num = ({a[0]}) * e0 + ({a[1]}) * e1 + ({a[2]}) * e2 - ('
-                  f'a2 * ({v[0]} - w * ox) + a5 * ({v[1]} - w * oy) + a8 * ({v[2]} - w * oz))',
-                  '    den = w']
-        return lines + _fitted_lines(model, current)
+        return lines + [
+            f'    num = ({a[0]}) * e0 + ({a[1]}) * e1 + ({a[2]}) * e2 - ('
+            f'a2 * ({v[0]} - w * ox) + a5 * ({v[1]} - w * oy) + a8 * ({v[2]} - w * oz))',
+            '    den = w']
     for c in range(3):
         if h[3 * c] != 0.0 or h[3 * c + 1] != 0.0:
             let(f'e{c}', f'{d[c]} - w * ({p[c]})')
@@ -1021,11 +1016,11 @@ def _moment_fit_source(joint: int, model: _Joint, current: float | str, h: list[
                  for c, value in enumerate(column) if value != 0.0]
         return ' + '.join(terms) or '0.0'
 
-    lines += [f'    t0, t1, t2 = {", ".join(times_m(h[0::3], r) for r in range(3))}',
-              f'    u0, u1, u2 = {", ".join(times_m(h[1::3], r) for r in range(3))}',
-              '    num = a0 * u0 + a3 * u1 + a6 * u2 - (a1 * t0 + a4 * t1 + a7 * t2)',
-              '    den = a0 * t0 + a3 * t1 + a6 * t2 + a1 * u0 + a4 * u1 + a7 * u2']
-    return lines + _fitted_lines(model, current)
+    return lines + [
+        f'    t0, t1, t2 = {", ".join(times_m(h[0::3], r) for r in range(3))}',
+        f'    u0, u1, u2 = {", ".join(times_m(h[1::3], r) for r in range(3))}',
+        '    num = a0 * u0 + a3 * u1 + a6 * u2 - (a1 * t0 + a4 * t1 + a7 * t2)',
+        '    den = a0 * t0 + a3 * t1 + a6 * t2 + a1 * u0 + a4 * u1 + a7 * u2']
 
 
 def _fitted_slide(total: float, weights: float, current: float, lower: float, upper: float
