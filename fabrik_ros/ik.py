@@ -853,7 +853,7 @@ def _rows_source(tree: _Tree, index: int, effector: _Effector,
     return lines + ['    return row0, row1, row2']
 
 
-_MOMENT_POINTS = 7  # a joint fitted to this many points or more sums moments (_moment_sums)
+_MOMENT_POINTS = 7  # a run of this many fit points or more is summed by moments (_moment_sums)
 _MOMENTS = ('W', 'V0', 'V1', 'V2', 'D0', 'D1', 'D2', 'S00', 'S01', 'S02', 'S10', 'S11', 'S12',
             'S20', 'S21', 'S22')
 
