@@ -1378,7 +1378,8 @@ class IkSolver:
     after which the target counts as unreachable (a hole behind the joint limits) and the
     solve ends; None runs all max_restarts. The default, 'auto', is 2 for a chain with
     more joints than three per effector (position leaves it redundant: wide basins, so
-    agreeing seeds tell) and None otherwise (isolated solutions in small basins).
+    agreeing seeds tell), times the effectors of the largest group sharing joints (4 for
+    two arms on one torso), and None otherwise (isolated solutions in small basins).
     restart_error: metres (default 10 tolerances, at most 0.1 % of the reach, at least one
     tolerance); when tracking (the seed's effectors start within
     closing_radius of their targets) only a solve that stalls farther than this restarts;
@@ -1437,8 +1438,12 @@ class IkSolver:
             # Position leaves a redundant chain a manifold of solutions with wide basins,
             # so seeds that agree are telling; a chain with no more joints than its targets
             # have coordinates has isolated solutions in small basins: try every seed.
+            # Effectors whose branches share joints (two arms on a torso) multiply the
+            # basins: as many confirmations for each effector of the largest such group.
             redundant = chain.dof > 3 * len(chain.effectors)
-            unreachable_after = _UNREACHABLE_AFTER if redundant else None
+            sharing = max(len(group.effectors)
+                          for group in _independent_groups(chain.moves_effector))
+            unreachable_after = _UNREACHABLE_AFTER * sharing if redundant else None
         if unreachable_after is not None and (
                 isinstance(unreachable_after, bool) or not isinstance(unreachable_after, int)
                 or unreachable_after < 1):
