@@ -2325,7 +2325,7 @@ class _Solve:
             closing += 1
             self.closing_steps += 1
             self._accept(state, fit)
-            if explore and fit.miss < band and not self.stretch:
+            if explore and fit.miss < band:
                 explore = _CONFIRM_STALL
             stall = explore
             if self.orientations is not None and explore and closing > 1 \
