@@ -27,7 +27,7 @@ import pickle
 
 from fabrik_ros.chain import Chain, Effector, Joint, rotation_from_rpy
 from fabrik_ros.config import chain_from_parameters, load_config
-from fabrik_ros.ik import IkSolver
+from fabrik_ros.ik import _damped_least_squares, IkSolver
 from hypothesis import assume, given, settings, strategies as st
 import numpy as np
 import pytest
@@ -317,6 +317,26 @@ class TestOutOfReach:
             assert not result.reached
             again = solver.solve(target, seed=result.q)
             assert again.error >= result.error - 1e-3 * solver.reach
+
+
+class TestClosingStepSolve:
+    """A closing step's linear solve is J^T (J J^T + d I)^-1 r at every size and rank."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.integers(1, 10), st.integers(1, 40), st.floats(1e-6, 1.0),
+           st.integers(0, 2 ** 32 - 1), st.booleans())
+    def test_step_solves_the_damped_normal_equations(self, rows, columns, damping, seed,
+                                                     dependent):
+        rng = np.random.default_rng(seed)
+        jacobian = rng.normal(size=(rows, columns))
+        if dependent and rows > 1:     # a singular pose: J J^T is singular, damping is not
+            jacobian[-1] = 0.5 * jacobian[0]
+        residual = rng.normal(size=rows)
+        expected = jacobian.T @ np.linalg.solve(
+            jacobian @ jacobian.T + damping * np.eye(rows), residual)
+        step = _damped_least_squares(jacobian.tolist(), residual.tolist(), damping)
+        assert len(step) == columns
+        assert np.linalg.norm(np.array(step) - expected) <= 1e-7 * np.linalg.norm(expected)
 
 
 class TestNewtonPolish:
