@@ -2003,20 +2003,21 @@ class IkSolver:
         angles = [math.nan] * len(positions)
         orientation_error = math.nan
         if rotations is not None:   # position-only solves skip the orientation bookkeeping
-            if orientations is not None:    # measured already, most likely of this state
-                for (index, *_), (angle, _, _) in zip(orientations.items,
-                                                      orientations.errors(state)):
+            # The errors sought (measured already, most likely of this state) decide reached;
+            # those of effectors in 'position' mode are reported only.
+            found = []
+            if orientations is not None:
+                found = orientations.errors(state)
+                for (index, *_), (angle, _, _) in zip(orientations.items, found):
                     angles[index] = angle
-            for index, (effector, rotation, mode, axis) in enumerate(zip(
-                    tree.effectors, rotations, self.orientation_modes, self.tool_axes)):
-                if rotation is not None and angles[index] != angles[index]:
-                    tool = _product(state.frames[effector.parent][:9], effector.tool)
-                    angles[index] = (
-                        _axis_error(_apply(tool, axis), _apply(rotation, axis))[0]
-                        if mode == 'axis' else _rotation_error(tool, rotation)[0])
+            reached = reached and all(angle <= self.orientation_tolerance
+                                      for angle, _, _ in found)
+            if len(found) < len(rotations) - rotations.count(None):
+                for index, (effector, rotation) in enumerate(zip(tree.effectors, rotations)):
+                    if rotation is not None and angles[index] != angles[index]:
+                        tool = _product(state.frames[effector.parent][:9], effector.tool)
+                        angles[index] = _rotation_error(tool, rotation)[0]
             orientation_error = max([a for a in angles if a == a], default=math.nan)
-            reached = reached and all(a <= self.orientation_tolerance for a, mode in zip(
-                angles, self.orientation_modes) if a == a and mode != 'position')
         return IkResult(
             q=np.array(state.q), error=error, errors=np.array(errors),
             iterations=steps.fabrik_iterations + steps.closing_steps, reached=reached,
