@@ -1062,12 +1062,52 @@ def _damped_least_squares(rows: list[list[float]], residual: list[float],
     if size * (size + 1) // 2 * width <= _COMPILED_PRODUCTS:
         try:
             return _compiled_damped_solve(size, width)(rows, residual, damping)
-        except (ValueError, ZeroDivisionError):     # a pivot <= 0: not positive definite
+        except _NOT_POSITIVE_DEFINITE:
             pass
     jacobian = np.array(rows)
     system = jacobian @ jacobian.T
     system.flat[::len(rows) + 1] += damping
     return (np.linalg.solve(system, residual) @ jacobian).tolist()
+
+
+_NOT_POSITIVE_DEFINITE = (ValueError, ZeroDivisionError)  # what a straight-line Cholesky raises
+
+
+def _cholesky_source(size: int) -> list[str]:
+    """
+    Return straight-line source that solves A y = r for a symmetric positive definite A.
+
+    Reads the locals aI_K (A's lower triangle, I >= K) and rI; writes yI, through the
+    Cholesky factor lI_K, its pivots dI, their reciprocals vI and zI (L z = r). A pivot
+    that is not positive (A is not positive definite in floating point) raises ValueError
+    or ZeroDivisionError (_NOT_POSITIVE_DEFINITE).
+    """
+    def less(first: str, products: list[tuple[str, str]]) -> str:
+        """Return the source of first - a * b - ... over the products (a, b)."""
+        return ' - '.join([first] + [f'{a} * {b}' for a, b in products])
+
+    n = range(size)
+    lines = []
+    for k in n:
+        diagonal = less(f'a{k}_{k}', [(f'l{k}_{c}', f'l{k}_{c}') for c in range(k)])
+        lines += [f'    d{k} = sqrt({diagonal})', f'    v{k} = 1.0 / d{k}']
+        for i in range(k + 1, size):
+            below = less(f'a{i}_{k}', [(f'l{i}_{c}', f'l{k}_{c}') for c in range(k)])
+            lines.append(f'    l{i}_{k} = ({below}) * v{k}')
+    for i in n:
+        forward = less(f'r{i}', [(f'l{i}_{c}', f'z{c}') for c in range(i)])
+        lines.append(f'    z{i} = ({forward}) * v{i}')
+    for i in reversed(n):
+        back = less(f'z{i}', [(f'l{c}_{i}', f'y{c}') for c in range(i + 1, size)])
+        lines.append(f'    y{i} = ({back}) * v{i}')
+    return lines
+
+
+def _compiled(name: str, lines: list[str], label: str) -> Callable:
+    """Return the function `name` that the source lines define (math's sqrt in scope)."""
+    namespace = {'sqrt': math.sqrt}
+    exec(compile('\n'.join(lines), f'<fabrik_ros {label}>', 'exec'), namespace)
+    return namespace[name]
 
 
 @functools.cache
@@ -1076,14 +1116,8 @@ def _compiled_damped_solve(rows: int, columns: int
     """
     Return solve(J rows, r, damping) -> J^T y with (J J^T + damping I) y = r, for one shape.
 
-    Straight-line code: the Gram matrix's lower triangle (aI_K), its Cholesky factor
-    (lI_K, pivots dI with reciprocals vI), forward and back substitution (zI, yI), J^T y.
-    math.sqrt raises ValueError on a pivot that rounding made negative.
+    Straight-line code: the Gram matrix's lower triangle (aI_K), then _cholesky_source.
     """
-    def less(first: str, products: list[tuple[str, str]]) -> str:
-        """Return the source of first - a * b - ... over the products (a, b)."""
-        return ' - '.join([first] + [f'{a} * {b}' for a, b in products])
-
     n, m = range(rows), range(columns)
     lines = ['def solve(rows, residual, damping):']
     lines += [f'    {", ".join(f"j{i}_{c}" for c in m)}, = rows[{i}]' for i in n]
@@ -1092,24 +1126,30 @@ def _compiled_damped_solve(rows: int, columns: int
         for k in range(i + 1):
             gram = ' + '.join(f'j{i}_{c} * j{k}_{c}' for c in m)
             lines.append(f'    a{i}_{k} = {gram}' + (' + damping' if i == k else ''))
-    for k in n:
-        diagonal = less(f'a{k}_{k}', [(f'l{k}_{c}', f'l{k}_{c}') for c in range(k)])
-        lines += [f'    d{k} = sqrt({diagonal})', f'    v{k} = 1.0 / d{k}']
-        for i in range(k + 1, rows):
-            below = less(f'a{i}_{k}', [(f'l{i}_{c}', f'l{k}_{c}') for c in range(k)])
-            lines.append(f'    l{i}_{k} = ({below}) * v{k}')
-    for i in n:
-        forward = less(f'r{i}', [(f'l{i}_{c}', f'z{c}') for c in range(i)])
-        lines.append(f'    z{i} = ({forward}) * v{i}')
-    for i in reversed(n):
-        back = less(f'z{i}', [(f'l{c}_{i}', f'y{c}') for c in range(i + 1, rows)])
-        lines.append(f'    y{i} = ({back}) * v{i}')
+    lines += _cholesky_source(rows)
     step = ', '.join(' + '.join(f'j{i}_{c} * y{i}' for i in n) for c in m)
     lines.append(f'    return [{step}]')
-    namespace = {'sqrt': math.sqrt}
-    exec(compile('\n'.join(lines), f'<fabrik_ros damped solve, {rows}x{columns}>', 'exec'),
-         namespace)
-    return namespace['solve']
+    return _compiled('solve', lines, f'damped solve, {rows}x{columns}')
+
+
+@functools.cache
+def _compiled_shifted_solve(size: int
+                            ) -> Callable[[list[list[float]], list[float], float], list[float]]:
+    """
+    Return solve(lower, r, shift) -> y with (A + shift I) y = r, for one size of A.
+
+    lower: A's lower triangle by rows (row I has I + 1 entries); A + shift I must be
+    positive definite (else _NOT_POSITIVE_DEFINITE is raised). Straight-line code, see
+    _cholesky_source.
+    """
+    n = range(size)
+    lines = ['def solve(lower, residual, shift):']
+    lines += [f'    {", ".join(f"a{i}_{k}" for k in range(i + 1))}, = lower[{i}]' for i in n]
+    lines += [f'    a{i}_{i} += shift' for i in n]
+    lines.append(f'    {", ".join(f"r{i}" for i in n)}, = residual')
+    lines += _cholesky_source(size)
+    lines.append(f'    return [{", ".join(f"y{i}" for i in n)}]')
+    return _compiled('solve', lines, f'shifted solve, {size}x{size}')
 
 
 def _product(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
@@ -2395,11 +2435,13 @@ class _Solve:
         """
         tree = self.tree
         q = state.q
-        jacobian = np.array(tree.jacobian(state, False, self.effectors))
-        pulls = []
+        pulls, row_weights = [], []
         for goal, point, weight in zip(self.goals, self.goal_points, self.weights):
             pulls += [weight * (g - x) for g, x in zip(goal, state.points[point])]
-        descent = (np.array(pulls) @ jacobian).tolist()  # minus half the gradient: J^T W r
+            row_weights += [weight] * 3
+        # Per joint its Jacobian column, and minus half the gradient: J^T W r.
+        columns = list(zip(*tree.jacobian(state, False, self.effectors)))
+        descent = [sum(map(mul, pulls, column)) for column in columns]
         lower, upper = self.solver._lower, self.solver._upper
         free = [j for j, (a, lo, hi, g) in enumerate(zip(q, lower, upper, descent))
                 if not ((a <= lo and g < 0.0) or (a >= hi and g > 0.0))]
@@ -2407,23 +2449,22 @@ class _Solve:
             return None
         curvature = tree.curvature(state, self.effectors, list(zip(*[iter(pulls)] * 3)),
                                    len(q))
-        hessian = (jacobian.T * np.repeat(self.weights, 3)) @ jacobian - np.array(curvature)
-        hessian = hessian[np.ix_(free, free)]
-        gradient = np.array([descent[j] for j in free])
-        scale = max(float(hessian.diagonal().max()), _DAMPING_FLOOR)
-        identity = np.eye(len(free))
+        # The Hessian J^T W J - C over the free joints, its lower triangle by rows.
+        weighted = [list(map(mul, row_weights, column)) for column in columns]
+        hessian = [[sum(map(mul, weighted[j], columns[k])) - curvature[j][k]
+                    for k in free[:index + 1]] for index, j in enumerate(free)]
+        gradient = [descent[j] for j in free]
+        scale = max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
+        solve = _compiled_shifted_solve(len(free))
         least = _NEWTON_STALL * fit.objective
         while damping <= _DAMPING_MAX:
-            system = hessian + damping * scale * identity
             try:
-                np.linalg.cholesky(system)
-            except np.linalg.LinAlgError:   # not positive definite: damp more
+                step = solve(hessian, gradient, damping * scale)
+            except _NOT_POSITIVE_DEFINITE:
                 damping *= 10.0
                 continue
-            step = np.linalg.solve(system, gradient)
-            if float(step @ gradient) < least:  # about the model's gain: converged
+            if sum(map(mul, step, gradient)) < least:  # about the model's gain: converged
                 return None
-            step = step.tolist()
             moved = list(q)
             for j, change in zip(free, step):
                 moved[j] = min(max(moved[j] + change, lower[j]), upper[j])
