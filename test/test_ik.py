@@ -27,7 +27,7 @@ import pickle
 
 from fabrik_ros.chain import Chain, Effector, Joint, rotation_from_rpy
 from fabrik_ros.config import chain_from_parameters, load_config
-from fabrik_ros.ik import _damped_least_squares, IkSolver
+from fabrik_ros.ik import _compiled_shifted_solve, _damped_least_squares, IkSolver
 from hypothesis import assume, given, settings, strategies as st
 import numpy as np
 import pytest
@@ -320,7 +320,7 @@ class TestOutOfReach:
 
 
 class TestClosingStepSolve:
-    """A closing step's linear solve is J^T (J J^T + d I)^-1 r at every size and rank."""
+    """The steps' linear solves: J^T (J J^T + d I)^-1 r at every size and rank; Newton's."""
 
     @settings(max_examples=200, deadline=None)
     @given(st.integers(1, 10), st.integers(1, 40), st.floats(1e-6, 1.0),
@@ -337,6 +337,22 @@ class TestClosingStepSolve:
         step = _damped_least_squares(jacobian.tolist(), residual.tolist(), damping)
         assert len(step) == columns
         assert np.linalg.norm(np.array(step) - expected) <= 1e-7 * np.linalg.norm(expected)
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.integers(1, 12), st.floats(0.0, 1.0), st.integers(0, 2 ** 32 - 1))
+    def test_newton_solve_solves_the_shifted_system(self, size, shift, seed):
+        rng = np.random.default_rng(seed)
+        root = rng.normal(size=(size, size))
+        matrix = root @ root.T + 1e-3 * np.eye(size)    # positive definite
+        residual = rng.normal(size=size)
+        lower = [row[:index + 1] for index, row in enumerate(matrix.tolist())]
+        solution = _compiled_shifted_solve(size)(lower, residual.tolist(), shift)
+        expected = np.linalg.solve(matrix + shift * np.eye(size), residual)
+        assert np.linalg.norm(np.array(solution) - expected) <= 1e-6 * np.linalg.norm(expected)
+
+    def test_newton_solve_refuses_an_indefinite_system(self):
+        with pytest.raises((ValueError, ZeroDivisionError)):
+            _compiled_shifted_solve(2)([[1.0], [2.0, 1.0]], [1.0, 1.0], 0.0)
 
 
 class TestNewtonPolish:
