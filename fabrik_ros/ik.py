@@ -637,6 +637,19 @@ class _Tree:
         return curvature
 
 
+def _fit_without(fit: _Fit, points: set[int]) -> _Fit:
+    """Return the fit with these points left out (a run split around them)."""
+    runs = []
+    for first, stop, weight in fit:
+        start = first
+        for k in range(first, stop + 1):
+            if k == stop or k in points:
+                if start < k:
+                    runs.append((start, k, weight))
+                start = k + 1
+    return tuple(runs)
+
+
 class _SweepWriter:
     """
     Writes a chain's root-to-tip sweep as straight-line Python with its constants folded.
@@ -1663,7 +1676,13 @@ class IkSolver:
 
         'full' adds two points on the tool's x and y axes, 'axis' one on the tool axis, at
         orientation_scale metres from the tool point: fitted onto the target frame's points,
-        they carry the orientation through FABRIK's passes.
+        they carry the orientation through FABRIK's passes. The markers of a full frame whose
+        tool has six joints of its own (moving no other tool: an arm) are fitted only by the
+        joints at its tool's joint point, which turn the tool about it: the tool's rigid body
+        already places that point (_Orientations.placed), and the joints above fit it with
+        the positions (fitting the markers too, an arm's shoulder and elbow traded position for
+        orientation: cold full poses took 1.1x the time and restarted more). With fewer, all
+        of its joints must orient it (an arm of five on a torso another arm holds).
         """
         if modes not in self._pose_trees:
             scale = self.orientation_scale
@@ -1672,8 +1691,20 @@ class IkSolver:
                        [np.array([scale, 0.0, 0.0]), np.array([0.0, scale, 0.0])]
                        for mode, axis in zip(modes, self.tool_axes)]
             tree = _Tree(self.chain, markers)
-            self._pose_trees[modes] = (tree, tree.whole_fit if self.fit == 'chain'
-                                       else tree.next_fit)
+            fits = tree.next_fit
+            if self.fit == 'chain':
+                pivots = {}     # a full frame's marker points -> the point its tool turns about
+                moves = self.chain.moves_effector
+                for index, mode in enumerate(modes):
+                    parent = tree.effectors[index].parent
+                    own = moves[index] & ~np.delete(moves, index, axis=0).any(axis=0)
+                    if mode == 'full' and parent >= 0 and own.sum() >= 6:
+                        for marker in tree.markers[index]:
+                            pivots[tree.effectors[marker].point] = tree.joints[parent].point
+                fits = [_fit_without(fit, {marker for marker, pivot in pivots.items()
+                                           if pivot != joint.point})
+                        for fit, joint in zip(tree.whole_fit, tree.joints)]
+            self._pose_trees[modes] = (tree, fits)
         return self._pose_trees[modes]
 
     def _targets(self, target: object) -> list[tuple[float, float, float] | None]:
