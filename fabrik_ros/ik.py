@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 import functools
 from itertools import compress
 import math
-from operator import add, and_, le, mul, not_
+from operator import add, and_, le, mul, not_, sub
 import time
 from typing import NamedTuple, Sequence
 
@@ -113,6 +113,10 @@ _LIMIT_PUSH = 0.2       # a solve's first closing step undoes this much of a joi
 # minimum (the wrong wrist or elbow branch, a joint limit): a restart is cheaper than
 # creeping on.
 _POSE_STALL = 0.1
+_CREEP = 0.1            # out of reach, a step gaining less than this fraction of the excess
+#                         creeps (see _Solve.attempt)
+_CONVEX_SHIFT = 1e-9    # of the Hessian's largest diagonal entry: a curvature below minus
+#                         this is negative (a saddle, see _Solve._newton_continues)
 _SADDLE_EXCESS = 0.5    # of the reach: out of reach, an attempt this far above its floor may
 #                         sit on a saddle (pointing away) and converges strictly, nudge next
 _NUDGE = 0.1            # radians: how far a retry out of reach turns each joint
@@ -2407,8 +2411,9 @@ class _Solve:
             self.fabrik_error = fit.error
         # Trees keep Gauss-Newton: with held effectors the exact optimum of the weighted
         # objective trades held drift for the far effector's last micrometres.
-        newton = polish and len(self.effectors) == 1 and self.orientations is None \
+        newton_able = len(self.effectors) == 1 and self.orientations is None \
             and not self.free_root
+        newton = polish and newton_able
         damping = _NEWTON_DAMPING_START if newton else _DAMPING_START
         closing = 0
         # Out of reach the first attempt stops early like an explored one: the nudged retry
@@ -2422,7 +2427,7 @@ class _Solve:
                 step = self._closing_step(state, fit, damping, steer=closing == 0)
             if step is None:
                 break
-            state, new_fit, used = step
+            previous, (state, new_fit, used) = state, step
             # Out of reach the damping a step needed suits the next one too (the residual
             # changes little): dropping it tenfold would cost a rejected step every time.
             damping = used if self.stretch and used > damping else \
@@ -2439,8 +2444,18 @@ class _Solve:
             if self.orientations is not None and explore and closing > 1 \
                     and fit.error > solver.restart_error:
                 stall = max(explore, _POSE_STALL)
-            if self.stretch and fit.excess > _SADDLE_EXCESS * solver.reach:
+            saddle = self.stretch and fit.excess > _SADDLE_EXCESS * solver.reach
+            if saddle:
                 stall = 0.0     # maybe a saddle: the nudged retry must start from it
+            # Out of reach Gauss-Newton creeps (each step gains a small fraction of the
+            # excess: the residual term it drops): a strict attempt goes on with Newton's
+            # steps where they go the same way, quadratic where the creep could spend the
+            # iteration cap before the polish (a long two-axis chain stopped 0.8 mm short).
+            if not (explore or newton or saddle) and newton_able and self.stretch \
+                    and gained < _CREEP * excess and self._newton_continues(
+                        state, list(map(sub, state.q, previous.q))):
+                newton, damping = True, _NEWTON_DAMPING_START
+                continue
             if gained < _STALL * tolerance + _STALL_RELATIVE * error + stall * excess:
                 break
         return fit.miss
@@ -2464,28 +2479,12 @@ class _Solve:
         objective's last digits (_NEWTON_STALL). One effector's position target on a pinned
         root (see attempt).
         """
-        tree = self.tree
-        q = state.q
-        pulls, row_weights = [], []
-        for goal, point, weight in zip(self.goals, self.goal_points, self.weights):
-            pulls += [weight * (g - x) for g, x in zip(goal, state.points[point])]
-            row_weights += [weight] * 3
-        # Per joint its Jacobian column, and minus half the gradient: J^T W r.
-        columns = list(zip(*tree.jacobian(state, False, self.effectors)))
-        descent = [sum(map(mul, pulls, column)) for column in columns]
-        lower, upper = self.solver._lower, self.solver._upper
-        free = [j for j, (a, lo, hi, g) in enumerate(zip(q, lower, upper, descent))
-                if not ((a <= lo and g < 0.0) or (a >= hi and g > 0.0))]
-        if not free:
+        system = self._newton_system(state)
+        if system is None:
             return None
-        curvature = tree.curvature(state, self.effectors, list(zip(*[iter(pulls)] * 3)),
-                                   len(q))
-        # The Hessian J^T W J - C over the free joints, its lower triangle by rows.
-        weighted = [list(map(mul, row_weights, column)) for column in columns]
-        hessian = [[sum(map(mul, weighted[j], columns[k])) - curvature[j][k]
-                    for k in free[:index + 1]] for index, j in enumerate(free)]
-        gradient = [descent[j] for j in free]
-        scale = max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
+        free, hessian, gradient, scale = system
+        tree, q = self.tree, state.q
+        lower, upper = self.solver._lower, self.solver._upper
         solve = _compiled_shifted_solve(len(free))
         least = _NEWTON_STALL * fit.objective
         while damping <= _DAMPING_MAX:
@@ -2505,6 +2504,55 @@ class _Solve:
                 return candidate, new_fit, damping
             damping *= 10.0
         return None
+
+    def _newton_system(self, state: _State
+                       ) -> tuple[list[int], list[list[float]], list[float], float] | None:
+        """
+        Return Newton's system at a state, or None when no joint is free (see _newton_step).
+
+        The free joints, over them the objective's Hessian J^T W J - C (its lower triangle by
+        rows) and minus half its gradient, J^T W r, and the Hessian's largest diagonal entry.
+        """
+        tree = self.tree
+        q = state.q
+        pulls, row_weights = [], []
+        for goal, point, weight in zip(self.goals, self.goal_points, self.weights):
+            pulls += [weight * (g - x) for g, x in zip(goal, state.points[point])]
+            row_weights += [weight] * 3
+        # Per joint its Jacobian column, and minus half the gradient: J^T W r.
+        columns = list(zip(*tree.jacobian(state, False, self.effectors)))
+        descent = [sum(map(mul, pulls, column)) for column in columns]
+        lower, upper = self.solver._lower, self.solver._upper
+        free = [j for j, (a, lo, hi, g) in enumerate(zip(q, lower, upper, descent))
+                if not ((a <= lo and g < 0.0) or (a >= hi and g > 0.0))]
+        if not free:
+            return None
+        curvature = tree.curvature(state, self.effectors, list(zip(*[iter(pulls)] * 3)),
+                                   len(q))
+        weighted = [list(map(mul, row_weights, column)) for column in columns]
+        hessian = [[sum(map(mul, weighted[j], columns[k])) - curvature[j][k]
+                    for k in free[:index + 1]] for index, j in enumerate(free)]
+        gradient = [descent[j] for j in free]
+        return free, hessian, gradient, max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
+
+    def _newton_continues(self, state: _State, last: list[float]) -> bool:
+        """
+        Tell whether Newton's steps would go on the way the last step went (`last`, radians).
+
+        The objective must curve up in every free direction (no saddle), and Newton's step
+        must not turn back: on a flat ridge (an arm's wrist roll out of reach) Newton's
+        model heads for the stationary point behind, where Gauss-Newton's creep went on to
+        a closer pose.
+        """
+        system = self._newton_system(state)
+        if system is None:
+            return False
+        free, hessian, gradient, scale = system
+        try:
+            step = _compiled_shifted_solve(len(free))(hessian, gradient, _CONVEX_SHIFT * scale)
+        except _NOT_POSITIVE_DEFINITE:
+            return False
+        return sum(change * last[j] for j, change in zip(free, step)) > 0.0
 
     def _closing_step(self, state: _State, fit: _Score, damping: float, steer: bool
                       ) -> tuple[_State, _Score, float] | None:
