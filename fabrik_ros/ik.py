@@ -2510,7 +2510,8 @@ class _Solve:
         """
         Return Newton's system at a state, or None when no joint is free (see _newton_step).
 
-        The free joints, over them the objective's Hessian J^T W J - C (its lower triangle by
+        The free joints (of the pass's, those not at a limit the descent pushes them past),
+        over them the objective's Hessian J^T W J - C (its lower triangle by
         rows) and minus half its gradient, J^T W r, and the Hessian's largest diagonal entry.
         """
         tree = self.tree
@@ -2523,8 +2524,8 @@ class _Solve:
         columns = list(zip(*tree.jacobian(state, False, self.effectors)))
         descent = [sum(map(mul, pulls, column)) for column in columns]
         lower, upper = self.solver._lower, self.solver._upper
-        free = [j for j, (a, lo, hi, g) in enumerate(zip(q, lower, upper, descent))
-                if not ((a <= lo and g < 0.0) or (a >= hi and g > 0.0))]
+        free = [j for j in self.owned if not ((q[j] <= lower[j] and descent[j] < 0.0)
+                                              or (q[j] >= upper[j] and descent[j] > 0.0))]
         if not free:
             return None
         curvature = tree.curvature(state, self.effectors, list(zip(*[iter(pulls)] * 3)),
