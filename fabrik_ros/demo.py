@@ -242,7 +242,7 @@ class DemoNode(Node):
 
     def drive(self, children: list[NodeProcess]) -> None:
         """Run the plan at its target rate, printing the live view."""
-        print(f'{"t [s]":>6} {"phase":<13}{"target [m]":^26}{"IK err":>10}{"IK rot":>9}'
+        print(f'{"t [s]":>6} {"phase":<13}{"target [m]":^26}{"IK err":>10}{"IK rot":>11}'
               f'{"arm err":>10}{"iters":>7}{"solves/s":>9}', flush=True)
         self.start = time.monotonic()
         self.tracker.body_start = self.tracker.body.copy()
@@ -264,9 +264,9 @@ class DemoNode(Node):
         target = ', '.join(f'{v:+.3f}' for v in tracker.target[0])
         iterations = tracker.iterations[-1] if tracker.iterations else '-'
         angle = np.degrees(tracker.last_orientation_error)
-        rotation = f'{angle:6.3f}deg' if np.isfinite(angle) else f'{"-":>9}'
+        rotation = f'{angle:7.3f}deg' if np.isfinite(angle) else f'{"-":>10}'
         return (f'{t:6.1f} {self.plan.PHASE_NAMES[self.phase]:<13}({target}) '
-                f'{1e3 * tracker.last_ik_error:7.3f}mm{rotation}'
+                f'{1e3 * tracker.last_ik_error:7.3f}mm {rotation}'
                 f'{1e3 * tracker.last_arm_error:8.2f}mm'
                 f'{iterations:>7}{tracker.solve_rate:9.0f}')
 
