@@ -600,45 +600,45 @@ class _Tree:
                 row[-3 + axis % 3] = 1.0
         return rows
 
-    def curvature(self, state: _State, effectors: list[int],
-                  pulls: list[tuple[float, float, float]], width: int) -> list[list[float]]:
+    def hessian(self, state: _State, index: int, weight: float,
+                goal: tuple[float, float, float]) -> tuple[list[float], list[list[float]]]:
         """
-        Return C = sum over the effectors listed of pull . d2x/dq2, (width, width), m^2.
+        Return an effector's J^T w r per coordinate and its objective's Hessian (m^2).
 
-        pulls: per effector, its weighted residual w (goal - x). C is the term of the
-        objective's Hessian that Gauss-Newton drops, large where the residual is (a target
-        out of reach). For joints j upstream of k (or j = k) on an effector's path,
-        d2x/dq_j dq_k is a_j x J_k for a turning j, 0 for a sliding one.
+        The objective is w |goal - x|^2 / 2, r = goal - x, so J^T w r is minus its gradient;
+        the Hessian is w J^T J - C, its lower triangle by coordinate rows. C = w r . d2x/dq2
+        is the term Gauss-Newton drops, as large as the rest out of reach: for joints j
+        upstream of k (or j = k) on the effector's path d2x/dq_j dq_k is a_j x J_k for a
+        turning j, 0 for a sliding one, so their entry is J_k . u_j with u_j = w J_j -
+        (w r) x a_j. A mimic joint adds its entries, times its multiplier, to its leader's.
         """
-        curvature = [[0.0] * width for _ in range(width)]
+        n = len(self.lower)
         frames = state.frames
-        for effector, columns, pull in zip(map(self.effectors.__getitem__, effectors),
-                                           map(self.columns.__getitem__, effectors), pulls):
-            ex, ey, ez = state.points[effector.point]
-            px, py, pz = pull
-            moves = []      # per joint on the path, root first: column, multiplier, axis, J_k
-            for j, c, m, prismatic in columns:
-                frame = frames[j]
-                ax, ay, az = frame[2], frame[5], frame[8]
-                if prismatic:
-                    moves.append((c, m, None, (ax, ay, az)))
-                    continue
+        ex, ey, ez = state.points[self.effectors[index].point]
+        px, py, pz = weight * (goal[0] - ex), weight * (goal[1] - ey), weight * (goal[2] - ez)
+        descent = [0.0] * n
+        hessian = [[0.0] * (c + 1) for c in range(n)]
+        upstream: list[tuple[int, float, float, float, float]] = []  # c, m, u of the path so far
+        for j, c, m, prismatic in self.columns[index]:
+            frame = frames[j]
+            ax, ay, az = frame[2], frame[5], frame[8]
+            if prismatic:
+                jx, jy, jz = ax, ay, az
+                upstream.append((c, m, weight * ax, weight * ay, weight * az))
+            else:
                 lx, ly, lz = ex - frame[9], ey - frame[10], ez - frame[11]
-                moves.append((c, m, (ax, ay, az),
-                              (ay * lz - az * ly, az * lx - ax * lz, ax * ly - ay * lx)))
-            for index, (c, m, axis, _) in enumerate(moves):
-                if axis is None:
-                    continue
-                ax, ay, az = axis
-                # pull . (a_j x J_k) = J_k . (pull x a_j)
-                sx, sy, sz = py * az - pz * ay, pz * ax - px * az, px * ay - py * ax
-                row = curvature[c]
-                for other, (d, n, _, (jx, jy, jz)) in enumerate(moves[index:], index):
-                    term = m * n * (sx * jx + sy * jy + sz * jz)
-                    row[d] += term
-                    if other != index:  # j != k: d2x/dq_j dq_k is also d2x/dq_k dq_j
-                        curvature[d][c] += term
-        return curvature
+                jx, jy, jz = ay * lz - az * ly, az * lx - ax * lz, ax * ly - ay * lx
+                upstream.append((c, m, weight * jx - (py * az - pz * ay),
+                                 weight * jy - (pz * ax - px * az),
+                                 weight * jz - (px * ay - py * ax)))
+            descent[c] += m * (px * jx + py * jy + pz * jz)
+            own = len(upstream) - 1
+            for k, (d, n_d, ux, uy, uz) in enumerate(upstream):
+                value = m * n_d * (jx * ux + jy * uy + jz * uz)
+                if c == d and k != own:
+                    value *= 2.0    # two joints of one coordinate: both orders count
+                hessian[max(c, d)][min(c, d)] += value
+        return descent, hessian
 
 
 def _fit_without(fit: _Fit, points: set[int]) -> _Fit:
@@ -2253,7 +2253,7 @@ class _Solve:
         local = {effector: index for index, effector in enumerate(effectors)}
         self.groups = tuple(_Group(tuple(map(local.__getitem__, group.effectors)),
                                    group.coordinates) for group in groups)
-        self.owned = [c for group in groups for c in group.coordinates]
+        self.owned = sorted(c for group in groups for c in group.coordinates)
         self.rest_q, self.rest_objective = rest
         # Restarts are decided on the effectors whose group has no target out of reach.
         self.judged = [index for group in self.groups
@@ -2470,7 +2470,7 @@ class _Solve:
         """
         Take one damped Newton step on the objective, with its exact Hessian, within limits.
 
-        Gauss-Newton (_closing_step) drops the Hessian's residual term (_Tree.curvature),
+        Gauss-Newton (_closing_step) drops the Hessian's residual term (see _Tree.hessian),
         which out of reach is as large as the term it keeps: its steps then shrink
         geometrically, a linear creep down the residual. With that term the steps converge
         quadratically to the closest pose the joints allow. Joints at a limit that the
@@ -2511,29 +2511,19 @@ class _Solve:
         """
         Return Newton's system at a state, or None when no joint is free (see _newton_step).
 
-        The free joints (of the pass's, those not at a limit the descent pushes them past),
-        over them the objective's Hessian J^T W J - C (its lower triangle by
-        rows) and minus half its gradient, J^T W r, and the Hessian's largest diagonal entry.
+        The free joints (the pass's, but those at a limit the descent pushes them past), over
+        them half the objective's Hessian and minus half its gradient (_Tree.hessian: the
+        lower triangle by rows, and J^T W r), and the Hessian's largest diagonal entry.
         """
-        tree = self.tree
         q = state.q
-        pulls, row_weights = [], []
-        for goal, point, weight in zip(self.goals, self.goal_points, self.weights):
-            pulls += [weight * (g - x) for g, x in zip(goal, state.points[point])]
-            row_weights += [weight] * 3
-        # Per joint its Jacobian column, and minus half the gradient: J^T W r.
-        columns = list(zip(*tree.jacobian(state, False, self.effectors)))
-        descent = [sum(map(mul, pulls, column)) for column in columns]
+        (index,), (goal,), (weight,) = self.effectors, self.goals, self.weights
+        descent, full = self.tree.hessian(state, index, weight, goal)
         lower, upper = self.solver._lower, self.solver._upper
         free = [j for j in self.owned if not ((q[j] <= lower[j] and descent[j] < 0.0)
                                               or (q[j] >= upper[j] and descent[j] > 0.0))]
         if not free:
             return None
-        curvature = tree.curvature(state, self.effectors, list(zip(*[iter(pulls)] * 3)),
-                                   len(q))
-        weighted = [list(map(mul, row_weights, column)) for column in columns]
-        hessian = [[sum(map(mul, weighted[j], columns[k])) - curvature[j][k]
-                    for k in free[:index + 1]] for index, j in enumerate(free)]
+        hessian = [[full[j][k] for k in free[:row + 1]] for row, j in enumerate(free)]
         gradient = [descent[j] for j in free]
         return free, hessian, gradient, max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
 

@@ -365,16 +365,16 @@ class TestNewtonPolish:
 
     @staticmethod
     def assert_hessian_matches_finite_differences(chain: Chain, q: np.ndarray,
-                                                  goal: np.ndarray) -> None:
+                                                  goal: np.ndarray, effector: int = 0) -> None:
         tree = IkSolver(chain)._tree
         state = tree.sweep(q.tolist(), (0.0, 0.0, 0.0))
-        residual = goal - np.array(state.points[tree.effectors[0].point])
-        jacobian = np.array(tree.jacobian(state, False, [0]))
-        hessian = jacobian.T @ jacobian - np.array(
-            tree.curvature(state, [0], [tuple(residual)], chain.dof))
+        descent, lower = tree.hessian(state, effector, 1.0, tuple(goal))
+        hessian = np.zeros((chain.dof, chain.dof))
+        for row, entries in enumerate(lower):
+            hessian[row, :row + 1] = hessian[:row + 1, row] = entries
 
         def half_square(q):
-            return 0.5 * float(np.sum((goal - chain.tip_position(q)) ** 2))
+            return 0.5 * float(np.sum((goal - chain.effector_positions(q)[effector]) ** 2))
 
         h = 1e-4
         steps = np.eye(chain.dof) * h
@@ -382,6 +382,8 @@ class TestNewtonPolish:
                               - half_square(q - a + b) + half_square(q - a - b)) / (4 * h * h)
                              for b in steps] for a in steps])
         np.testing.assert_allclose(hessian, numeric, atol=1e-6)
+        gradient = np.array([(half_square(q + a) - half_square(q - a)) / (2 * h) for a in steps])
+        np.testing.assert_allclose(descent, -gradient, atol=1e-7)
 
     @settings(max_examples=60, deadline=None)
     @given(chain_and_poses(poses=1), st.lists(st.floats(-2.0, 2.0), min_size=3, max_size=3))
@@ -398,6 +400,14 @@ class TestNewtonPolish:
         for _ in range(5):
             q = pose_in_limits(chain, rng.uniform(0.05, 0.95, chain.dof))
             self.assert_hessian_matches_finite_differences(chain, q, rng.normal(size=3))
+
+    def test_hessian_of_a_tree_branch_covers_its_own_and_shared_joints(self):
+        dual = chain_from_parameters(load_config(REPO / 'config' / 'dual_arm.yaml'), REPO)
+        rng = np.random.default_rng(4)
+        for effector in (0, 1):
+            q = pose_in_limits(dual, rng.uniform(0.05, 0.95, dual.dof))
+            self.assert_hessian_matches_finite_differences(dual, q, rng.normal(size=3),
+                                                           effector)
 
 
 class TestWarmStart:
