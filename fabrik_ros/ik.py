@@ -635,9 +635,12 @@ class _Tree:
             own = len(upstream) - 1
             for k, (d, n_d, ux, uy, uz) in enumerate(upstream):
                 value = m * n_d * (jx * ux + jy * uy + jz * uz)
-                if c == d and k != own:
-                    value *= 2.0    # two joints of one coordinate: both orders count
-                hessian[max(c, d)][min(c, d)] += value
+                if c > d:
+                    hessian[c][d] += value
+                elif c < d:
+                    hessian[d][c] += value
+                else:   # two joints of one coordinate count in both orders
+                    hessian[c][c] += value if k == own else 2.0 * value
         return descent, hessian
 
 
