@@ -633,8 +633,8 @@ class _Tree:
                                  weight * jz - (px * ay - py * ax)))
             descent[c] += m * (px * jx + py * jy + pz * jz)
             own = len(upstream) - 1
-            for k, (d, n_d, ux, uy, uz) in enumerate(upstream):
-                value = m * n_d * (jx * ux + jy * uy + jz * uz)
+            for k, (d, m_d, ux, uy, uz) in enumerate(upstream):
+                value = m * m_d * (jx * ux + jy * uy + jz * uz)
                 if c > d:
                     hessian[c][d] += value
                 elif c < d:
