@@ -396,21 +396,30 @@ class _Tree:
         # whole_fit: the whole downstream chain, the better compromise when the FABRIK points
         # are not a pose the joints can take exactly (reachable targets).
         # next_fit: essentially the next points, the classic FABRIK forward pass; exact and
-        # fast when they are (a chain laid straight toward an out-of-reach target). Farther
-        # points keep a small weight to decide joints whose next point lies on their axis
-        # (the fit is linear in the weights, so the next points' runs add up to weight 1).
+        # fast when they are (a chain of ball joints). Farther points keep a small weight to
+        # decide joints whose next point lies on their axis (the fit is linear in the
+        # weights, so the next points' runs add up to weight 1): the tips below, two points
+        # a joint where every farther point would cost a moment sum per point (a tentacle's
+        # pass took 2x the time).
+        # straight_fit: the same with every farther point breaking ties, for chains laid
+        # straight toward an out-of-reach target (where tips alone ended farther from some).
         self.whole_fit: list[_Fit] = []
         self.next_fit: list[_Fit] = []
+        self.straight_fit: list[_Fit] = []
+        tips = sorted(set(effector_point))
         for index, joint in enumerate(self.joints):
             first, stop = first_moved[index], stop_moved[index]
             if first >= stop:
                 self.whole_fit.append(())
                 self.next_fit.append(())
+                self.straight_fit.append(())
                 continue
             self.whole_fit.append(((first, stop, 1.0),))
-            self.next_fit.append(((first, stop, _FAR_WEIGHT),) + tuple(
-                (k, k + 1, 1.0 - _FAR_WEIGHT) for k, _ in self.children[joint.point]
-                if first <= k < stop))
+            next_points = tuple((k, k + 1, 1.0 - _FAR_WEIGHT) for k, _ in
+                                self.children[joint.point] if first <= k < stop)
+            self.next_fit.append(tuple((k, k + 1, _FAR_WEIGHT) for k in tips
+                                       if first <= k < stop) + next_points)
+            self.straight_fit.append(((first, stop, _FAR_WEIGHT),) + next_points)
         # Plain FK, and per effector its Jacobian's rows (see _compiled_sweep).
         self._forward, self._rows = _compiled_sweep(self)
         # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).
@@ -1846,10 +1855,10 @@ class IkSolver:
             if pass_stretch:
                 # Joints that move only stretched points (and their markers) lay straight.
                 markers = tree.marker_point_set
-                fits = [next_fit if all(point in pass_stretch or point in markers
-                                        for point in tree.fit_points(whole_fit)) else fit
-                        for fit, whole_fit, next_fit in zip(fits, tree.whole_fit,
-                                                            tree.next_fit)]
+                fits = [straight_fit if all(point in pass_stretch or point in markers
+                                            for point in tree.fit_points(whole_fit)) else fit
+                        for fit, whole_fit, straight_fit in zip(fits, tree.whole_fit,
+                                                                tree.straight_fit)]
             solve = _Solve(self, groups, goals, weights, floors, pass_stretch, fits, free_root,
                            rest, trace, deadline, solve, orientations)
             solve.attempt(start)
