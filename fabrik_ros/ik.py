@@ -1755,9 +1755,9 @@ class IkSolver:
         """
         Return the state of the seed clipped into the limits; ValueError on a wrong or NaN seed.
 
-        The neutral pose's state is the tree's, and a seed equal to the last answer
-        (tracking: each solve seeded with the previous one) reuses that answer's state,
-        which is within the limits and whose forward kinematics is known.
+        The neutral pose's state is the tree's (seed None or equal to it), and a seed equal
+        to the last answer (tracking: each solve seeded with the previous one) reuses that
+        answer's state, which is within the limits and whose forward kinematics is known.
         """
         if seed is None:
             return tree.neutral
@@ -1769,6 +1769,8 @@ class IkSolver:
         last_tree, last = self._last
         if last_tree is tree and values == last.q:
             return last
+        if values == tree.neutral.q:
+            return tree.neutral
         if not all(map(math.isfinite, values)):
             raise ValueError(f'seed is not finite: {values}')
         return tree.sweep(
