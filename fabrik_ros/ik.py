@@ -1440,13 +1440,29 @@ def _clamped(q: list[float], step: list[float], lower: list[float], upper: list[
 
 
 def _weighted_step(rows: list[list[float]], residual: list[float],
-                   weights: list[float] | None, damping: float) -> list[float]:
-    """Return the damped least-squares step with column weights: W J^T (J W^2 J^T + d)^-1 r."""
-    if weights is None:
+                   weights: list[tuple[int, float]], damping: float) -> list[float]:
+    """
+    Return the damped least-squares step with column weights: W J^T (J W^2 J^T + d)^-1 r.
+
+    weights: (column, weight) for the columns whose weight is not 1 (few: joints near a
+    limit), so the rest of W costs nothing.
+    """
+    if not weights:
         return _damped_least_squares(rows, residual, damping)
-    scaled = [list(map(mul, row, weights)) for row in rows]
+    scaled = [row[:] for row in rows]
+    for j, weight in weights:
+        for row in scaled:
+            row[j] *= weight
     step = _damped_least_squares(scaled, residual, damping)
-    return list(map(mul, weights, step))
+    for j, weight in weights:
+        step[j] *= weight
+    return step
+
+
+def _pushed(rows: list[list[float]], residual: list[float], push: list[tuple[int, float]]
+            ) -> list[float]:
+    """Return what a step must achieve besides the push (column, change): r - J push."""
+    return [r - sum(row[j] * change for j, change in push) for row, r in zip(rows, residual)]
 
 
 class IkSolver:
@@ -1914,11 +1930,9 @@ class IkSolver:
             residual = [goal[0] - x, goal[1] - y, goal[2] - z]
             if orientations is not None:
                 orientations.extend(start, rows, residual)
-            weights, push = (None, None) if orientations is not None and len(rows) >= len(
+            weights, push = ([], []) if orientations is not None and len(rows) >= len(
                 rows[0]) else self._limit_steering(start.q, rows, residual, True)
-            aim = residual
-            if push:
-                aim = [r - sum(map(mul, row, push)) for row, r in zip(rows, residual)]
+            aim = _pushed(rows, residual, push) if push else residual
             floor = _DAMPING_FLOOR if orientations is None else _POSE_DAMPING_FLOOR
             q = self._limited_step(start.q, rows, aim, weights, push,
                                    max(_DAMPING_START * excess ** 2, floor))[0]
@@ -2008,70 +2022,71 @@ class IkSolver:
 
     def _limit_steering(self, q: list[float], rows: list[list[float]],
                         residual: list[float], steer: bool
-                        ) -> tuple[list[float] | None, list[float] | None]:
+                        ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
         """
-        Return a closing step's column weights and null-space push (None: all 1, all 0).
+        Return a closing step's column weights and null-space push, as (joint, value) pairs.
 
         Joints near a limit move toward it less and leave the motion to the others
         (weighted least norm, Chan & Dubey 1995), and with `steer` the redundancy the
         targets leave pushes them back toward mid-range (a null-space step, Liegeois 1977):
         tracking does not drift into a limit, stall there and jump to another branch on a
         restart. (Out of reach, limits are where the stretched chain belongs: callers skip
-        this.) rows, residual: the weighted Jacobian and residual of the step.
+        this.) rows, residual: the weighted Jacobian and residual of the step. Only joints
+        near a limit have a pair (weight below 1, push in radians or metres): the others
+        cost nothing, however long the chain.
         """
         inner_lower, inner_upper = self._inner_lower, self._inner_upper
         if all(map(le, inner_lower, q)) and all(map(le, q, inner_upper)):
-            return None, None
+            return [], []
         # The joints outside [lower + margin, upper - margin], found at C speed.
-        near = list(compress(range(len(q)), map(not_, map(
-            and_, map(le, inner_lower, q), map(le, q, inner_upper)))))
-        width = len(rows[0])
+        near = compress(range(len(q)), map(not_, map(
+            and_, map(le, inner_lower, q), map(le, q, inner_upper))))
         lower, upper = self._lower, self._upper
-        weights = [1.0] * width
-        push = [0.0] * width if steer else None
+        weights, push = [], []
         for j in near:
             a = q[j]
             low, high = a - lower[j], upper[j] - a
             room, sign = (low, -1.0) if low < high else (high, 1.0)
-            if push:
-                push[j] = -sign * _LIMIT_PUSH * (_LIMIT_MARGIN - room)
+            if steer:
+                push.append((j, -sign * _LIMIT_PUSH * (_LIMIT_MARGIN - room)))
             # The error's gradient J^T r says which way the joint is drawn: away from its
             # limit it is free.
             drawn = 0.0
             for row, r in zip(rows, residual):
                 drawn += row[j] * r
             if sign * drawn > 0.0:
-                weights[j] = max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)
+                weights.append((j, max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)))
         return weights, push
 
     def _limited_step(self, q: list[float], rows: list[list[float]], aim: list[float],
-                      weights: list[float] | None, push: list[float] | None, mu: float
-                      ) -> tuple[list[float], list[float]]:
+                      weights: list[tuple[int, float]], push: list[tuple[int, float]],
+                      mu: float) -> tuple[list[float], list[float]]:
         """
         Return the joints after one damped step from q, within the limits, and the step.
 
-        Joints the step would push past a limit are held at it and the step is re-solved
-        without them (the rest of the aim spent on the others). The step's tail beyond q's
-        length is the free root's motion.
+        weights, push: see _limit_steering. Joints the step would push past a limit are held
+        at it and the step is re-solved without them (the rest of the aim spent on the
+        others). The step's tail beyond q's length is the free root's motion.
         """
         lower, upper = self._lower, self._upper
         step = _weighted_step(rows, aim, weights, mu)
-        if push:
-            step = list(map(add, step, push))
+        for j, change in push:
+            step[j] += change
         moved, held = _clamped(q, step, lower, upper)
         if not held:
             return moved, step
         # Move those joints to their limit, then spend the rest on the others.
         rest = list(aim)
-        free_weights = list(weights) if weights else [1.0] * len(rows[0])
+        pushed = dict(push)
         for j in held:
-            change = moved[j] - q[j] - (push[j] if push else 0.0)
+            change = moved[j] - q[j] - pushed.get(j, 0.0)
             for index, row in enumerate(rows):
                 rest[index] -= row[j] * change
-            free_weights[j] = 0.0
-        step = _weighted_step(rows, rest, free_weights, mu)
-        if push:
-            step = list(map(add, step, push))
+        stopped = set(held)
+        step = _weighted_step(rows, rest, [(j, weight) for j, weight in weights
+                                           if j not in stopped] + [(j, 0.0) for j in held], mu)
+        for j, change in push:
+            step[j] += change
         for j in held:
             step[j] = moved[j] - q[j]
         return _clamped(q, step, lower, upper)[0], step
@@ -2616,11 +2631,10 @@ class _Solve:
         # No redundancy (a full pose for six joints): limit steering would only slow the
         # step down (weights) and cost error (the push). Position-only solves keep theirs.
         square = self.orientations is not None and len(rows) >= len(rows[0])
-        weights, push = (None, None) if self.out_of_reach or square else \
+        weights, push = ([], []) if self.out_of_reach or square else \
             self.solver._limit_steering(state.q, rows, residual, steer)
-        aim = residual
-        if push:    # the push is added to the step and taken out of what the step must achieve
-            aim = [r - sum(map(mul, row, push)) for row, r in zip(rows, residual)]
+        # The push is added to the step and taken out of what the step must achieve.
+        aim = _pushed(rows, residual, push) if push else residual
         floor = _DAMPING_FLOOR if self.orientations is None else _POSE_DAMPING_FLOOR
         while damping <= _DAMPING_MAX:
             mu = max(damping * scale, floor)
@@ -2633,7 +2647,7 @@ class _Solve:
             if new_fit.objective < fit.objective:
                 return candidate, new_fit, damping
             if push:  # the push cost more than the step gained: once more without it
-                push, aim = None, residual
+                push, aim = [], residual
                 continue
             damping *= 10.0
         return None
