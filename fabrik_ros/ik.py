@@ -2295,6 +2295,7 @@ class _Solve:
                                (math.inf,) * len(groups))
         self.initial_miss = math.nan   # metres, Score.miss at the pass's seed
         self._point_weights: list[float] | None = None
+        self._system: tuple[_State | None, tuple | None] = (None, None)  # see _newton_system
         if previous is None:
             self.timed_out = False
             self.fabrik_iterations = self.closing_steps = self.restarts = 0
@@ -2543,18 +2544,26 @@ class _Solve:
         The free joints (the pass's, but those at a limit the descent pushes them past), over
         them half the objective's Hessian and minus half its gradient (_Tree.hessian: the
         lower triangle by rows, and J^T W r), and the Hessian's largest diagonal entry.
+        The last state's system is kept: the basin tests (_basin_step) ask for the system
+        of the state Newton's next step starts from.
         """
+        if self._system[0] is state:
+            return self._system[1]
         q = state.q
         (index,), (goal,), (weight,) = self.effectors, self.goals, self.weights
         descent, full = self.tree.hessian(state, index, weight, goal)
         lower, upper = self.solver._lower, self.solver._upper
         free = [j for j in self.owned if not ((q[j] <= lower[j] and descent[j] < 0.0)
                                               or (q[j] >= upper[j] and descent[j] > 0.0))]
-        if not free:
-            return None
-        hessian = [[full[j][k] for k in free[:row + 1]] for row, j in enumerate(free)]
-        gradient = [descent[j] for j in free]
-        return free, hessian, gradient, max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
+        if len(free) == len(q):     # every joint free: the whole triangle as it is
+            hessian, gradient = full, descent
+        else:
+            hessian = [[full[j][k] for k in free[:row + 1]] for row, j in enumerate(free)]
+            gradient = [descent[j] for j in free]
+        system = (free, hessian, gradient, max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
+                  ) if free else None
+        self._system = (state, system)
+        return system
 
     def _newton_continues(self, state: _State, last: list[float]) -> bool:
         """
