@@ -2363,6 +2363,15 @@ class _Solve:
         turned: the squared orientation errors as metres^2 (see _Orientations); they count
         in the objective, the error and the excess with weight 1.
         """
+        if len(distances) == 1:     # one effector (most solves, every iteration): the same
+            (distance,), (weight,), (floor,) = distances, self.weights, self.floors
+            objective = weight * (distance * distance) + sum(turned)
+            error = distance if not turned else max(distance, math.sqrt(max(turned)))
+            if floor:
+                excess = math.sqrt(weight * max(distance - floor, 0.0) ** 2 + sum(turned))
+                return _Score(objective, error, max(excess, 1e-15), distances, 0.0, ())
+            return _Score(objective, error, max(math.sqrt(objective), 1e-15), distances, error,
+                          ())
         terms = list(map(mul, self.weights, map(mul, distances, distances)))
         objective = sum(terms) + sum(turned)
         shares = ()
