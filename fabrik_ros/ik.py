@@ -87,6 +87,10 @@ _COMPILED_PRODUCTS = 600  # damped solves whose Gram matrix takes at most this m
 # diagonal entry: it starts light (the polish starts near a minimum) and may vanish.
 _NEWTON_DAMPING_START = 1e-3
 _NEWTON_DAMPING_MIN = 1e-9
+# Newton's steps apply to an effector moved by at most this many joints: its system costs
+# their square (the Hessian) and cube (its factorisation); longer paths keep Gauss-Newton.
+_NEWTON_JOINTS = 200
+_COMPILED_PAIRS = 600   # ... its Hessian is straight-line code up to this many pairs of joints
 # A Newton step whose model gains less than this fraction of the objective has converged:
 # below it lie rounding errors (and trying ever larger dampings would find no gain).
 _NEWTON_STALL = 1e-12
@@ -420,8 +424,8 @@ class _Tree:
             self.next_fit.append(tuple((k, k + 1, _FAR_WEIGHT) for k in tips
                                        if first <= k < stop) + next_points)
             self.straight_fit.append(((first, stop, _FAR_WEIGHT),) + next_points)
-        # Plain FK, and per effector its Jacobian's rows (see _compiled_sweep).
-        self._forward, self._rows = _compiled_sweep(self)
+        # Plain FK, and per effector its Jacobian's rows and Hessian (see _compiled_sweep).
+        self._forward, self._rows, self._hessians = _compiled_sweep(self)
         # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).
         self.columns = [tuple((j, self.joints[j].coordinate, self.joints[j].multiplier,
                                self.joints[j].prismatic) for j in effector.joints)
@@ -620,37 +624,28 @@ class _Tree:
         upstream of k (or j = k) on the effector's path d2x/dq_j dq_k is a_j x J_k for a
         turning j, 0 for a sliding one, so their entry is J_k . u_j with u_j = w J_j -
         (w r) x a_j. A mimic joint adds its entries, times its multiplier, to its leader's.
+        Compiled per effector like its Jacobian's rows (_hessian_source) where its path has
+        at most _COMPILED_PAIRS pairs of joints, with numpy beyond.
         """
-        n = len(self.lower)
-        frames = state.frames
         ex, ey, ez = state.points[self.effectors[index].point]
         px, py, pz = weight * (goal[0] - ex), weight * (goal[1] - ey), weight * (goal[2] - ez)
-        descent = [0.0] * n
-        hessian = [[0.0] * (c + 1) for c in range(n)]
-        upstream: list[tuple[int, float, float, float, float]] = []  # c, m, u of the path so far
-        for j, c, m, prismatic in self.columns[index]:
-            frame = frames[j]
-            ax, ay, az = frame[2], frame[5], frame[8]
-            if prismatic:
-                jx, jy, jz = ax, ay, az
-                upstream.append((c, m, weight * ax, weight * ay, weight * az))
-            else:
-                lx, ly, lz = ex - frame[9], ey - frame[10], ez - frame[11]
-                jx, jy, jz = ay * lz - az * ly, az * lx - ax * lz, ax * ly - ay * lx
-                upstream.append((c, m, weight * jx - (py * az - pz * ay),
-                                 weight * jy - (pz * ax - px * az),
-                                 weight * jz - (px * ay - py * ax)))
-            descent[c] += m * (px * jx + py * jy + pz * jz)
-            own = len(upstream) - 1
-            for k, (d, m_d, ux, uy, uz) in enumerate(upstream):
-                value = m * m_d * (jx * ux + jy * uy + jz * uz)
-                if c > d:
-                    hessian[c][d] += value
-                elif c < d:
-                    hessian[d][c] += value
-                else:   # two joints of one coordinate count in both orders
-                    hessian[c][c] += value if k == own else 2.0 * value
-        return descent, hessian
+        if self._hessians[index] is not None:
+            return self._hessians[index](state.frames, ex, ey, ez, px, py, pz, weight)
+        # J_j and u_j as rows; every pair J_j . u_k at once, those with k upstream of j (or
+        # j) kept and mirrored, then summed into coordinates by the map joint -> coordinate
+        # times its multiplier (two joints of one coordinate meet in both orders).
+        joints, coordinates, multipliers, prismatic = map(list, zip(*self.columns[index]))
+        frames = np.array([state.frames[j] for j in joints])
+        axes, levers = frames[:, [2, 5, 8]], (ex, ey, ez) - frames[:, 9:]
+        sliding = np.array(prismatic)[:, np.newaxis]
+        columns = np.where(sliding, axes, np.cross(axes, levers))
+        turned = np.where(sliding, weight * axes, weight * columns - np.cross((px, py, pz), axes))
+        pairs = np.tril(columns @ turned.T)
+        mapping = np.zeros((len(joints), len(self.lower)))
+        mapping[np.arange(len(joints)), coordinates] = multipliers
+        hessian = mapping.T @ (pairs + np.tril(pairs, -1).T) @ mapping
+        descent = mapping.T @ (columns @ (px, py, pz))
+        return descent.tolist(), [row[:c + 1] for c, row in enumerate(hessian.tolist())]
 
 
 def _fit_without(fit: _Fit, points: set[int]) -> _Fit:
@@ -733,11 +728,14 @@ def _source(values: list[float | str]) -> str:
 
 
 def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
-                    ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable]]:
+                    ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable],
+                               list[Callable]]:
     """
     Return the tree's sweep compiled to a function (see _SweepWriter and _Tree.sweep).
 
-    Plain FK comes with per effector its Jacobian's rows (_rows_source), [] for a fitting.
+    Plain FK comes with per effector its Jacobian's rows (_rows_source) and its objective's
+    Hessian (_hessian_source; None beyond _COMPILED_PAIRS and in trees with marker points);
+    a fitting with neither ([], []).
 
     Without fits: forward(q, base) -> (q, frames, points), plain FK; the frames are per
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
@@ -809,8 +807,12 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
                         f'[{", ".join(map(_source, frames + [base_frame]))}], '
                         f'[{", ".join(map(_source, points))}]')
     if not fitting:
+        newton = not any(tree.markers)  # orientation solves take no Newton steps
         for index, effector in enumerate(tree.effectors):
             writer.lines += _rows_source(tree, index, effector, frames)
+            if newton and len(effector.joints) * (len(effector.joints) + 1) // 2 \
+                    <= _COMPILED_PAIRS:
+                writer.lines += _hessian_source(tree, index, effector, frames)
     namespace = {'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2,
                  'remainder': math.remainder, 'inf': math.inf,
                  'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,
@@ -818,9 +820,66 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     name = f'<fabrik_ros {"fitting" if fitting else "forward"} sweep, {len(tree.joints)} joints>'
     exec(compile('\n'.join(writer.lines), name, 'exec'), namespace)
     if fitting:
-        return namespace['fitting'], []
-    return namespace['forward'], [namespace[f'rows{index}']
-                                  for index in range(len(tree.effectors))]
+        return namespace['fitting'], [], []
+    effectors = range(len(tree.effectors))
+    return namespace['forward'], [namespace[f'rows{index}'] for index in effectors], \
+        [namespace.get(f'hessian{index}') for index in effectors]
+
+
+def _product_source(a: float | str, b: str) -> str | None:
+    """Return the source of a * b (b: a name), None for 0 (a: a constant or a name)."""
+    if isinstance(a, float):
+        return None if a == 0.0 else b if a == 1.0 else _negated(b) if a == -1.0 \
+            else f'{a!r} * {b}'
+    return f'{a} * {b}'
+
+
+def _difference_source(a: str | None, b: str | None) -> str:
+    """Return the source of a - b (None: 0)."""
+    return (f'{a} - {b}' if b else a) if a else _negated(b) if b else '0.0'
+
+
+def _column_source(tree: _Tree, effector: _Effector, frames: list[list[float | str]]
+                   ) -> tuple[list[str], list[tuple[_Joint, tuple[float | str, ...], list[str]]]]:
+    """
+    Return the source lines that set an effector's Jacobian columns, and what they set.
+
+    frames: the joints' frames as the compiled sweep writes them (constants folded, which
+    stay constant in every state it makes), read from `frames` and the effector from ex,
+    ey, ez. A revolute joint's column is its axis a cross (effector - origin), a prismatic
+    joint's its axis; co-located joints share their lever. Per joint of the effector's
+    path: the joint, its axis (constants or names) and its column's three entries (names,
+    or '0.0').
+    """
+    lines: list[str] = []
+    columns = []
+    lever: tuple[float | str, ...] = ()     # the origin whose lever is in lx, ly, lz
+    for j in effector.joints:
+        joint = tree.joints[j]
+        frame = frames[j]
+        names = [f'f{j}_{i}' if i in (2, 5, 8, 9, 10, 11) and not isinstance(value, float)
+                 else '_' for i, value in enumerate(frame)]
+        lines.append(f'    {", ".join(names)} = frames[{j}]')
+        ax, ay, az = axis = tuple(value if isinstance(value, float) else names[i]
+                                  for i, value in zip((2, 5, 8), frame[2::3]))
+        if joint.prismatic:
+            column = [value if isinstance(value, str) else repr(value) for value in axis]
+        else:
+            if tuple(frame[9:]) != lever:
+                lever = tuple(frame[9:])
+                lines.append('    lx, ly, lz = ' + ', '.join(
+                    f'e{axis} - {name}' if name != '_' else f'e{axis} - {value!r}'
+                    for axis, name, value in zip('xyz', names[9:], frame[9:])))
+            column = [_difference_source(_product_source(ay, 'lz'), _product_source(az, 'ly')),
+                      _difference_source(_product_source(az, 'lx'), _product_source(ax, 'lz')),
+                      _difference_source(_product_source(ax, 'ly'), _product_source(ay, 'lx'))]
+        kept = [(f'c{j}{name}', value) for name, value in zip('xyz', column) if value != '0.0']
+        if kept:
+            lines.append(f'    {", ".join(name for name, _ in kept)} = '
+                         f'{", ".join(value for _, value in kept)}')
+        columns.append((joint, axis, [f'c{j}{name}' if value != '0.0' else '0.0'
+                                      for name, value in zip('xyz', column)]))
+    return lines, columns
 
 
 def _rows_source(tree: _Tree, index: int, effector: _Effector,
@@ -828,56 +887,65 @@ def _rows_source(tree: _Tree, index: int, effector: _Effector,
     """
     Return the source of rows<index>(frames, ex, ey, ez): the effector's Jacobian rows.
 
-    frames: the joints' frames as the compiled sweep writes them (constants folded, which
-    stay constant in every state it makes). A revolute joint's column is its axis a cross
-    (effector - origin), a prismatic joint's its axis; a mimic joint adds its column, times
-    its multiplier, to its leader's (IkSolver's columns are the independent joints).
-    Co-located joints share their lever. Returns three lists of floats, one per row.
+    The columns of _column_source; a mimic joint adds its column, times its multiplier, to
+    its leader's (IkSolver's columns are the independent joints). Returns three lists of
+    floats, one per row.
     """
-    lines = [f'def rows{index}(frames, ex, ey, ez):']
+    lines, columns = _column_source(tree, effector, frames)
     terms: list[list[list[str]]] = [[[], [], []] for _ in tree.lower]  # per coordinate, row
-    lever: tuple[float | str, ...] = ()     # the origin whose lever is in lx, ly, lz
-
-    def product(a: float | str, b: str) -> str | None:
-        if isinstance(a, float):
-            return None if a == 0.0 else b if a == 1.0 else _negated(b) if a == -1.0 \
-                else f'{a!r} * {b}'
-        return f'{a} * {b}'
-
-    def difference(a: str | None, b: str | None) -> str:
-        return (f'{a} - {b}' if b else a) if a else _negated(b) if b else '0.0'
-
-    for j in effector.joints:
-        joint = tree.joints[j]
-        frame = frames[j]
-        names = [f'f{j}_{i}' if i in (2, 5, 8, 9, 10, 11) and not isinstance(value, float)
-                 else '_' for i, value in enumerate(frame)]
-        lines.append(f'    {", ".join(names)} = frames[{j}]')
-        ax, ay, az = (value if isinstance(value, float) else names[i]
-                      for i, value in zip((2, 5, 8), frame[2::3]))
-        if joint.prismatic:
-            column = [value if isinstance(value, str) else repr(value) for value in (ax, ay, az)]
-        else:
-            if tuple(frame[9:]) != lever:
-                lever = tuple(frame[9:])
-                lines.append('    lx, ly, lz = ' + ', '.join(
-                    f'e{axis} - {name}' if name != '_' else f'e{axis} - {value!r}'
-                    for axis, name, value in zip('xyz', names[9:], frame[9:])))
-            column = [difference(product(ay, 'lz'), product(az, 'ly')),
-                      difference(product(az, 'lx'), product(ax, 'lz')),
-                      difference(product(ax, 'ly'), product(ay, 'lx'))]
-        kept = [(row, f'c{j}{axis}', value) for row, (axis, value) in enumerate(zip('xyz', column))
-                if value != '0.0']
-        if kept:
-            lines.append(f'    {", ".join(name for _, name, _ in kept)} = '
-                         f'{", ".join(value for _, _, value in kept)}')
-        for row, name, _ in kept:
-            terms[joint.coordinate][row].append(
-                name if joint.multiplier == 1.0 else f'{joint.multiplier!r} * {name}')
+    for joint, _, column in columns:
+        for row, name in enumerate(column):
+            if name != '0.0':
+                terms[joint.coordinate][row].append(
+                    name if joint.multiplier == 1.0 else f'{joint.multiplier!r} * {name}')
     for row in range(3):
         entries = (' + '.join(per_row[row]) or '0.0' for per_row in terms)
         lines.append(f'    row{row} = [{", ".join(entries)}]')
-    return lines + ['    return row0, row1, row2']
+    return [f'def rows{index}(frames, ex, ey, ez):'] + lines + ['    return row0, row1, row2']
+
+
+def _hessian_source(tree: _Tree, index: int, effector: _Effector,
+                    frames: list[list[float | str]]) -> list[str]:
+    """
+    Return the source of hessian<index>(frames, ex, ey, ez, px, py, pz, w): see _Tree.hessian.
+
+    p = w (goal - effector). With the columns J_j of _column_source, per joint of the path
+    u_j = w J_j - p x a_j (w a_j for a slide); the descent per coordinate sums m_j p . J_j,
+    and the Hessian's entry of coordinates (c, d) sums m_j m_k J_j . u_k over the path's
+    pairs k upstream of j or k = j (twice for two joints of one coordinate).
+    """
+    lines, columns = _column_source(tree, effector, frames)
+    n = len(tree.lower)
+    descent: list[list[str]] = [[] for _ in range(n)]
+    entries: dict[tuple[int, int], list[str]] = {}
+    for own, (joint, (ax, ay, az), column) in enumerate(columns):
+        j = effector.joints[own]
+        if joint.prismatic:
+            u = [_product_source(a, 'w') or '0.0' for a in (ax, ay, az)]
+        else:   # w J - p x a
+            crossed = [_difference_source(_product_source(a, p), _product_source(b, q))
+                       for a, p, b, q in ((az, 'py', ay, 'pz'), (ax, 'pz', az, 'px'),
+                                          (ay, 'px', ax, 'py'))]
+            u = [_difference_source(_product_source('w', c) if c != '0.0' else None,
+                                    f'({t})' if t != '0.0' else None)
+                 for c, t in zip(column, crossed)]
+        lines.append(f'    u{j}x, u{j}y, u{j}z = {", ".join(u)}')
+        m, c = joint.multiplier, joint.coordinate
+        dot = [f'{p} * {name}' for p, name in zip(('px', 'py', 'pz'), column) if name != '0.0']
+        if dot:
+            descent[c].append(f'{m!r} * ({" + ".join(dot)})')
+        for k, (upstream, _, _) in enumerate(columns[:own + 1]):
+            uk = effector.joints[k]
+            dot = [f'{name} * u{uk}{axis}' for name, axis in zip(column, 'xyz') if name != '0.0']
+            d = upstream.coordinate
+            factor = m * upstream.multiplier * (2.0 if c == d and k != own else 1.0)
+            if dot:
+                entries.setdefault((max(c, d), min(c, d)), []).append(
+                    f'{factor!r} * ({" + ".join(dot)})')
+    rows = ', '.join('[' + ', '.join(' + '.join(entries.get((c, d), ['0.0']))
+                                     for d in range(c + 1)) + ']' for c in range(n))
+    return [f'def hessian{index}(frames, ex, ey, ez, px, py, pz, w):'] + lines + [
+        f'    return [{", ".join(" + ".join(terms) or "0.0" for terms in descent)}], [{rows}]']
 
 
 _MOMENT_POINTS = 7  # a run of this many fit points or more is summed by moments (_moment_sums)
@@ -1099,7 +1167,8 @@ def _damped_least_squares(rows: list[list[float]], residual: list[float],
     return (np.linalg.solve(system, residual) @ jacobian).tolist()
 
 
-_NOT_POSITIVE_DEFINITE = (ValueError, ZeroDivisionError)  # what a straight-line Cholesky raises
+# What a straight-line Cholesky raises on a matrix that is not positive definite, and numpy's.
+_NOT_POSITIVE_DEFINITE = (ValueError, ZeroDivisionError, np.linalg.LinAlgError)
 
 
 def _cholesky_source(size: int) -> list[str]:
@@ -1159,6 +1228,27 @@ def _compiled_damped_solve(rows: int, columns: int
     step = ', '.join(' + '.join(f'j{i}_{c} * y{i}' for i in n) for c in m)
     lines.append(f'    return [{step}]')
     return _compiled('solve', lines, f'damped solve, {rows}x{columns}')
+
+
+def _shifted_solve(lower: list[list[float]], residual: list[float], shift: float
+                   ) -> list[float]:
+    """
+    Return y with (A + shift I) y = r; A by its lower triangle's rows (row I: I + 1 entries).
+
+    A + shift I must be positive definite, else _NOT_POSITIVE_DEFINITE is raised. Systems
+    whose factorisation takes at most _COMPILED_PRODUCTS products run as straight-line
+    code (_compiled_shifted_solve), larger ones with numpy (faster from about 15 unknowns).
+    """
+    size = len(lower)
+    if size * (size + 1) * (size + 2) // 6 <= _COMPILED_PRODUCTS:
+        return _compiled_shifted_solve(size)(lower, residual, shift)
+    system = np.zeros((size, size))
+    for row, entries in enumerate(lower):
+        system[row, :row + 1] = entries
+    system += np.tril(system, -1).T
+    system.flat[::size + 1] += shift
+    factor = np.linalg.cholesky(system)
+    return np.linalg.solve(factor.T, np.linalg.solve(factor, residual)).tolist()
 
 
 @functools.cache
@@ -2264,7 +2354,8 @@ class _Solve:
         self.floors = [floors[i] for i in effectors]
         self.out_of_reach = any(self.floors)
         # Newton's steps (_newton_step) apply to one effector's position on a pinned root.
-        self.newton_able = len(effectors) == 1 and orientations is None and not free_root
+        self.newton_able = len(effectors) == 1 and orientations is None and not free_root \
+            and len(self.tree.effectors[effectors[0]].joints) <= _NEWTON_JOINTS
         self.stretch = stretch
         self.fits = fits
         self.free_root = free_root
@@ -2525,11 +2616,10 @@ class _Solve:
         free, hessian, gradient, scale = system
         tree, q = self.tree, state.q
         lower, upper = self.solver._lower, self.solver._upper
-        solve = _compiled_shifted_solve(len(free))
         least = _NEWTON_STALL * fit.objective
         while damping <= _DAMPING_MAX:
             try:
-                step = solve(hessian, gradient, damping * scale)
+                step = _shifted_solve(hessian, gradient, damping * scale)
             except _NOT_POSITIVE_DEFINITE:
                 damping *= 10.0
                 continue
@@ -2610,8 +2700,7 @@ class _Solve:
             return None
         free, hessian, gradient, scale = system
         try:
-            return free, _compiled_shifted_solve(len(free))(hessian, gradient,
-                                                            _CONVEX_SHIFT * scale)
+            return free, _shifted_solve(hessian, gradient, _CONVEX_SHIFT * scale)
         except _NOT_POSITIVE_DEFINITE:
             return None
 

@@ -25,9 +25,12 @@ import math
 from pathlib import Path
 import pickle
 
+from fabrik_ros import ik
 from fabrik_ros.chain import Chain, Effector, Joint, rotation_from_rpy
 from fabrik_ros.config import chain_from_parameters, load_config
-from fabrik_ros.ik import _compiled_shifted_solve, _damped_least_squares, IkSolver
+from fabrik_ros.ik import (_COMPILED_PRODUCTS, _compiled_shifted_solve,
+                           _damped_least_squares, _NOT_POSITIVE_DEFINITE, _shifted_solve,
+                           IkSolver)
 from hypothesis import assume, example, given, settings, strategies as st
 import numpy as np
 import pytest
@@ -344,31 +347,64 @@ class TestClosingStepSolve:
         assert np.linalg.norm(np.array(step) - expected) <= 1e-7 * np.linalg.norm(expected)
 
     @settings(max_examples=100, deadline=None)
-    @given(st.integers(1, 12), st.floats(0.0, 1.0), st.integers(0, 2 ** 32 - 1))
+    @given(st.integers(1, 24), st.floats(0.0, 1.0), st.integers(0, 2 ** 32 - 1))
     def test_newton_solve_solves_the_shifted_system(self, size, shift, seed):
+        # Straight-line code up to 14 unknowns, numpy beyond.
         rng = np.random.default_rng(seed)
         root = rng.normal(size=(size, size))
         matrix = root @ root.T + 1e-3 * np.eye(size)    # positive definite
         residual = rng.normal(size=size)
         lower = [row[:index + 1] for index, row in enumerate(matrix.tolist())]
-        solution = _compiled_shifted_solve(size)(lower, residual.tolist(), shift)
+        solution = _shifted_solve(lower, residual.tolist(), shift)
         expected = np.linalg.solve(matrix + shift * np.eye(size), residual)
         assert np.linalg.norm(np.array(solution) - expected) <= 1e-6 * np.linalg.norm(expected)
 
-    def test_newton_solve_refuses_an_indefinite_system(self):
-        with pytest.raises((ValueError, ZeroDivisionError)):
-            _compiled_shifted_solve(2)([[1.0], [2.0, 1.0]], [1.0, 1.0], 0.0)
+    @pytest.mark.parametrize('size', [2, 20])
+    def test_newton_solve_refuses_an_indefinite_system(self, size):
+        matrix = np.eye(size)
+        matrix[1, 0] = matrix[0, 1] = 2.0   # eigenvalues -1 and 3 among ones
+        lower = [row[:index + 1] for index, row in enumerate(matrix.tolist())]
+        with pytest.raises(_NOT_POSITIVE_DEFINITE):
+            _shifted_solve(lower, [1.0] * size, 0.0)
+
+    def test_long_chains_compile_no_linear_system_beyond_the_compiled_size(self, monkeypatch):
+        # Straight-line code grows with the cube of the unknowns: a 200-joint chain out of
+        # reach once spent 7.7 s compiling its first Newton step. A 40-joint chain's Newton
+        # system and Hessian (820 pairs of joints) come from numpy, and it still lies straight.
+        sizes = []
+
+        def recorded(size):
+            sizes.append(size)
+            return _compiled_shifted_solve(size)
+
+        monkeypatch.setattr(ik, '_compiled_shifted_solve', recorded)
+        chain = Chain.from_parameters(20, [0.05] * 20, joint_type='two_axis',
+                                      joint_limit=math.pi)
+        solver = IkSolver(chain)
+        assert solver._tree._hessians[0] is None
+        result = solver.solve([0.0, 0.6, 1.8], np.full(chain.dof, 0.3))
+        assert result.error == pytest.approx(math.hypot(0.6, 1.8) - 1.0, abs=1e-6)
+        assert all(size * (size + 1) * (size + 2) // 6 <= _COMPILED_PRODUCTS for size in sizes)
 
 
 class TestNewtonPolish:
-    """The polish out of reach takes Newton steps on the exact Hessian of the objective."""
+    """
+    The polish out of reach takes Newton steps on the exact Hessian of the objective.
+
+    The Hessian is straight-line code for paths of up to _COMPILED_PAIRS pairs of joints and
+    numpy's beyond: every case is checked with both.
+    """
 
     @staticmethod
     def assert_hessian_matches_finite_differences(chain: Chain, q: np.ndarray,
                                                   goal: np.ndarray, effector: int = 0) -> None:
         tree = IkSolver(chain)._tree
         state = tree.sweep(q.tolist(), (0.0, 0.0, 0.0))
+        compiled = tree.hessian(state, effector, 1.0, tuple(goal))
+        tree._hessians = [None] * len(tree._hessians)
         descent, lower = tree.hessian(state, effector, 1.0, tuple(goal))
+        for row, expected in zip(lower, compiled[1]):
+            np.testing.assert_allclose(row, expected, rtol=1e-12, atol=1e-12)
         hessian = np.zeros((chain.dof, chain.dof))
         for row, entries in enumerate(lower):
             hessian[row, :row + 1] = hessian[:row + 1, row] = entries
@@ -400,6 +436,13 @@ class TestNewtonPolish:
         for _ in range(5):
             q = pose_in_limits(chain, rng.uniform(0.05, 0.95, chain.dof))
             self.assert_hessian_matches_finite_differences(chain, q, rng.normal(size=3))
+
+    def test_hessian_of_a_long_chain_comes_from_numpy(self):
+        chain = Chain.from_parameters(18, [0.05] * 18, joint_type='two_axis', joint_limit=1.0)
+        assert IkSolver(chain)._tree._hessians[0] is None    # 666 pairs of joints
+        rng = np.random.default_rng(5)
+        q = pose_in_limits(chain, rng.uniform(0.05, 0.95, chain.dof))
+        self.assert_hessian_matches_finite_differences(chain, q, np.array([0.3, 0.2, 0.5]))
 
     def test_hessian_of_a_tree_branch_covers_its_own_and_shared_joints(self):
         dual = chain_from_parameters(load_config(REPO / 'config' / 'dual_arm.yaml'), REPO)
