@@ -134,6 +134,13 @@ class Recording:
             phase_names=np.array(TargetPlan.PHASE_NAMES))
 
 
+def _remember(recent: dict, key: object, value: object, size: int = 64) -> None:
+    """Keep `value` under `key` among the `size` latest entries of `recent`."""
+    recent[key] = value
+    while len(recent) > size:
+        del recent[next(iter(recent))]
+
+
 class DemoNode(Node):
     """Publish the plan's targets; score the node's commands and the arm's measurements."""
 
@@ -146,6 +153,10 @@ class DemoNode(Node):
         self.phase: int | None = None  # None while approaching the path
         self._index = {name: i for i, name in enumerate(chain.joint_names)}
         self._measured = False
+        # A free body: the node stamps a command and the body pose it moves with alike; each
+        # command is scored with its own (the two arrive on two topics, in either order).
+        self._bodies: dict[tuple[int, int], np.ndarray] = {}
+        self._unpaired: dict[tuple[int, int], tuple[np.ndarray, int | None]] = {}
         topics = (['target_pose'] if len(chain.effectors) == 1
                   else [f'{name}/target_pose' for name in chain.effector_names])
         self._target_pubs = [self.create_publisher(PoseStamped, topic, 10) for topic in topics]
@@ -181,12 +192,26 @@ class DemoNode(Node):
 
     def _on_command(self, msg: JointState) -> None:
         q = self._joint_vector(msg)
-        if q is not None:
+        if q is None:
+            return
+        if not self.plan.free_body:
             self.tracker.command(q, self.phase)
+            return
+        stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        if stamp in self._bodies:
+            self.tracker.command(q, self.phase, self._bodies[stamp])
+        else:
+            _remember(self._unpaired, stamp, (q, self.phase))
 
     def _on_body(self, msg: PoseStamped) -> None:
         position = msg.pose.position
-        self.tracker.body = np.array([position.x, position.y, position.z])
+        body = self.tracker.body = np.array([position.x, position.y, position.z])
+        stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        if stamp in self._unpaired:
+            q, phase = self._unpaired.pop(stamp)
+            self.tracker.command(q, phase, body)
+        else:
+            _remember(self._bodies, stamp, body)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:

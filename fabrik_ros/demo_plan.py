@@ -250,16 +250,17 @@ class Tracker:
             self.recent.popleft()
         self.targets_sent += len(targets)
 
-    def command(self, q: np.ndarray, phase: int | None) -> None:
+    def command(self, q: np.ndarray, phase: int | None, body: np.ndarray | None = None) -> None:
         """
         Score a command against the targets sent of late.
 
         The node solves the latest target it has received, which may be a few behind the
-        latest sent while it is busy.
+        latest sent while it is busy. body: a free body's pose that came with the command
+        (default the latest).
         """
         if self.target is None:
             return
-        tips = self.chain.effector_positions(q) + self.body
+        tips = self.chain.effector_positions(q) + (self.body if body is None else body)
         distances = np.linalg.norm(np.array([t for _, t, _ in self.recent]) - tips, axis=2)
         angles = np.full(distances.shape, np.nan)  # (k, m)
         if all(orientations is not None for _, _, orientations in self.recent):

@@ -369,9 +369,10 @@ class IkNode(Node):
         command = update.command
         if command is None:
             return
-        if self._free:  # the body moves with the commands
-            self._body.publish(self._controller.body)
-        self._commands.publish(self._model, self._controller, command)
+        stamp = self.get_clock().now().to_msg()
+        if self._free:  # the body moves with the commands: one stamp pairs them
+            self._body.publish(self._controller.body, stamp)
+        self._commands.publish(self._model, self._controller, command, stamp)
 
     def _log(self, kind: str, text: str) -> None:
         """Log a warning; each kind is throttled on its own."""

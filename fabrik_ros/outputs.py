@@ -20,11 +20,13 @@ fills one JointState again for every command: rclpy serialises a message when it
 published, so keeping it saves building one per target on the node's hot path; its joint
 values go in as array('d'), which the message takes as it is (a list has each value checked).
 `BodyOutputs` publishes where a free root went, as TF odom_frame -> base_link on /tf (as
-tf2_ros's TransformBroadcaster does) and on ~/body_pose.
+tf2_ros's TransformBroadcaster does) and on ~/body_pose. A command and the body pose it
+moves with carry one stamp, so a listener can pair them.
 """
 
 from array import array
 
+from builtin_interfaces.msg import Time
 from fabrik_ros.chain import Chain
 from fabrik_ros.controller import Command, IkController
 from fabrik_ros.messages import body_pose, body_transform, joint_trajectory
@@ -51,7 +53,6 @@ class CommandOutputs:
 
     def __init__(self, node: Node, outputs: set[str], command_topic: str) -> None:
         """Advertise the chosen outputs only."""
-        self._clock = node.get_clock()
         self.publishers = {
             output: node.create_publisher(msg_type, topic, 10) for output, msg_type, topic in (
                 ('joint_state', JointState, command_topic),
@@ -61,7 +62,8 @@ class CommandOutputs:
         self._joint_state = JointState()
         self._model: Chain | None = None  # whose joints _joint_state names
 
-    def publish(self, model: Chain, controller: IkController, command: Command) -> None:
+    def publish(self, model: Chain, controller: IkController, command: Command,
+                stamp: Time) -> None:
         """Send `command` (chain joint order) to every output, as each expects it."""
         if 'joint_state' in self.publishers:
             if model is not self._model:
@@ -69,7 +71,7 @@ class CommandOutputs:
                 # Every joint, mimic followers included: robot_state_publisher needs them all.
                 self._joint_state = JointState(name=list(model.all_joint_names))
             msg = self._joint_state
-            msg.header.stamp = self._clock.now().to_msg()
+            msg.header.stamp = stamp
             msg.position = array('d', model.expand(command.position).tolist())
             msg.velocity = array('d', [] if command.velocity is None
                                  else model.expand_velocity(command.velocity).tolist())
@@ -98,10 +100,10 @@ class BodyOutputs:
         else:
             self.tf_publisher = node.create_publisher(TFMessage, '/tf', TF_QOS)
 
-    def publish(self, body: np.ndarray) -> None:
-        """Publish the body at `body` (metres in odom_frame), stamped now."""
-        transform = body_transform(self._clock.now().to_msg(), self._odom_frame,
-                                   self._base_link, body)
+    def publish(self, body: np.ndarray, stamp: Time | None = None) -> None:
+        """Publish the body at `body` (metres in odom_frame), stamped `stamp` (default now)."""
+        transform = body_transform(self._clock.now().to_msg() if stamp is None else stamp,
+                                   self._odom_frame, self._base_link, body)
         if self.tf_publisher is not None:
             self.tf_publisher.publish(TFMessage(transforms=[transform]))
         self.pose_publisher.publish(body_pose(transform))

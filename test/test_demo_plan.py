@@ -106,6 +106,18 @@ def test_tracker_scores_commands_against_recent_targets() -> None:
     assert np.isnan(tracker.orientation_errors[0][-1]), 'position-only targets'
 
 
+def test_tracker_scores_a_free_body_command_with_the_body_pose_it_came_with() -> None:
+    """The commanded feet sit where the body of that command puts them, not the latest."""
+    chain = mode_chain('spider')
+    tracker = Tracker(chain)
+    q, body = chain.neutral(), np.array([0.2, 0.0, 0.0])
+    tracker.sent(chain.effector_positions(q) + body, 0.0)
+    tracker.body = body + [0.003, 0.0, 0.0]     # the latest pose, a step further
+    tracker.command(q, 0, body)
+    tracker.command(q, 0)
+    assert tracker.ik_errors[0] == [0.0, pytest.approx(0.003)]
+
+
 def test_tracker_scores_the_commanded_tool_frame_against_the_answered_target() -> None:
     """Of the recent targets, the one nearest in position and orientation is answered."""
     chain = mode_chain('single')

@@ -251,3 +251,19 @@ def test_a_free_body_is_published_in_the_odometry_frame(make_node):
     # A target in the base frame is taken where the body is now.
     node._on_target(Target(feet[0]), Header(frame_id='body'), 0)
     assert np.allclose(controller.targets[0].position, feet[0] + controller.body)
+
+
+def test_a_command_and_the_body_pose_it_moves_with_share_one_stamp(make_node):
+    """A listener pairs them (two topics: they may arrive in either order)."""
+    node = spider(make_node)
+    poses, commands = [], []
+    node._body.pose_publisher.publish = poses.append
+    node._commands.publishers['joint_state'].publish = lambda msg: commands.append(
+        (msg.header.stamp.sec, msg.header.stamp.nanosec))
+    chain = node._model
+    feet = chain.effector_positions(chain.neutral()) + [0.05, 0.0, -0.1]
+    for index, foot in enumerate(feet):
+        node._on_target(Target(foot), Header(frame_id='odom'), index)
+    node._on_window()
+    assert len(commands) == len(poses) == 1
+    assert commands[0] == (poses[0].header.stamp.sec, poses[0].header.stamp.nanosec)
