@@ -35,8 +35,10 @@ With a free root (`Settings.root == 'free'`) the base slides toward the targets 
 controller then keeps the body pose, the base's position in the odometry frame: targets
 are in that frame, the solver's base displacement sets the body's goal, and the body heads
 there in a straight line at most `max_body_velocity` m/s, moving whenever a command goes
-out (each tick, and each solution without a command rate). The body pose is the
-node's estimate of where the base goes (published as TF), not a command to hardware.
+out (each tick, and each solution without a command rate). Until it arrives, the joints
+keep the targets from where it is (a pinned solve each time it moves), so feet stay on
+theirs instead of riding with it. The body pose is the node's estimate of where the base
+goes (published as TF), not a command to hardware.
 """
 
 from __future__ import annotations
@@ -145,11 +147,12 @@ class Settings:
                    orientation_tolerance=float(values['orientation_tolerance']),
                    tool_axis=tuple((axis / norm).tolist()))
 
-    def solver(self) -> IkSolver:
-        """Return a solver for these settings (solve_timeout 0: no time budget)."""
+    def solver(self, root: str | None = None) -> IkSolver:
+        """Return a solver for these settings (solve_timeout 0: no time budget; root: theirs)."""
         return IkSolver(self.chain, tolerance=self.tolerance,
                         max_iterations=self.max_iterations, max_restarts=self.max_restarts,
-                        root=self.root, timeout=self.solve_timeout or None,
+                        root=self.root if root is None else root,
+                        timeout=self.solve_timeout or None,
                         effector_weights=self.effector_weights,
                         orientation_mode=self.orientation_mode,
                         orientation_tolerance=self.orientation_tolerance,
@@ -241,6 +244,8 @@ class IkController:
         self.result: IkResult | None = None
         self.solved_targets: np.ndarray | None = None  # (m, 3) of the last solve, NaN: none
         self._solver: IkSolver | None = None  # built on the next solve after a change
+        self._pinned: IkSolver | None = None  # a free body's joints where it is: _follow_body
+        self._solved: tuple[np.ndarray, np.ndarray | None] | None = None  # targets in force
         self.solves = 0
         self._window_solves = 0  # since the last status()
         self._solve_seconds = 0.0  # of the last solve
@@ -263,7 +268,7 @@ class IkController:
         self.command_order = joint_order(chain.joint_names,
                                          list(command_joints) or chain.joint_names)
         self.settings = settings
-        self._solver = None
+        self._solver = self._pinned = None
         self.stream.set_limits(settings.motion)
 
     # ---- events -----------------------------------------------------------------------
@@ -330,7 +335,10 @@ class IkController:
     def tick(self, now: float) -> Update:
         """Check the watchdogs, move the body, return the next command or the held one."""
         update = Update() if self.stream.position is None else self._watchdogs(now) or Update()
+        before = self.body.copy()
         self._move_body(now)
+        if self._solved is not None and not np.array_equal(self.body, before):
+            self._follow_body()
         if self.stream.position is not None:
             update.command = self._step()
         return update
@@ -500,6 +508,7 @@ class IkController:
         """Forget every target, and a pending window: none may be solved again; stay."""
         self.targets = [None] * len(self.targets)
         self._window_start = None
+        self._solved = None
         self.body_goal = self.body.copy()
 
     def _move_body(self, now: float) -> None:
@@ -564,15 +573,43 @@ class IkController:
         stream.follow(result.q)  # clipped into the limits
         if self.free:
             self.body_goal = origin + result.base_position
-        update = Update()
-        if stream.dt is None:  # a command per solution: the body moves with it
-            if self.free:
+            self._solved = (targets, orientations)
+            if stream.dt is None:  # a command per solution: the body moves with it
                 self._move_body(now)
+            self._follow_body()
+        update = Update()
+        if stream.dt is None:
             update.command = self._step()
         if not result.reached:
             update.warnings.append(('reach', 'target out of reach: stretched toward it, '
                                     f'{result.error:.4f} m remaining' + _angle_text(result)))
         return update
+
+    def _follow_body(self) -> None:
+        """
+        Command the joints that keep the solved targets where the body is now (free root).
+
+        A solve sends the body to body_goal with the joints for it there, but the body takes
+        its time (max_body_velocity): until it arrives, the joints come from a pinned solve
+        of the same targets from where it is, so feet stay on their targets (as far as they
+        reach from there) while it slides instead of being carried along with it. At the
+        goal, the solve's own joints.
+        """
+        if np.array_equal(self.body, self.body_goal):
+            self.stream.follow(self.result.q)
+            return
+        targets, orientations = self._solved
+        relative = targets - self.body
+        if self._pinned is None:
+            self._pinned = self.settings.solver(root='pinned')
+        seed = self.stream.goal if self.stream.goal is not None else self.result.q
+        try:
+            result = self._pinned.solve(relative[0] if len(targets) == 1 else relative,
+                                        seed=seed, orientation=orientations)
+        except ValueError:  # the free solve's joints stay
+            return
+        if np.isfinite(result.q).all():
+            self.stream.follow(result.q)
 
     def _step(self) -> Command | None:
         """Advance the command stream one step; None while disabled (nothing is sent)."""

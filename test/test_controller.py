@@ -456,6 +456,39 @@ def test_a_free_body_slides_toward_a_far_target_within_max_body_velocity():
         pytest.approx(controller.result.errors[0], abs=1e-9)
 
 
+@pytest.mark.parametrize('command_period', [DT, None])
+def test_a_standing_foot_stays_on_its_target_while_the_body_slides(command_period):
+    """
+    Until the body reaches its goal the joints keep the feet on their targets from where it is.
+
+    One foot sent far ahead pulls the body as far as the other (weighted) lets it. The joints
+    used to take the goal's pose at once: the standing foot rode with the body, off its
+    target by all the way the body had still to go.
+    """
+    model = Chain.from_parameters(2, [0.15], joint_type='two_axis', joint_limit=[2.0],
+                                  max_velocity=8.0, legs=2, body_radius=0.1,
+                                  base_link='base', tip_link=['foot0', 'foot1'])
+    controller = IkController(make_settings(model, root='free', max_body_velocity=0.2,
+                                            **{'effector_weights.foot1': 100.0}),
+                              0.0, command_period=command_period, feedback=False)
+    stand = model.effector_positions(model.neutral())[1] + [0.05, 0.0, -0.1]
+    controller.on_target(1, Target(stand), 0.0)
+    controller.on_target(0, Target([1.5, 0.0, -0.1]), 0.0)
+    assert controller.body_goal[0] - controller.body[0] > 0.05, 'the body has a way to go'
+    standing, ahead = [], []
+    for k in range(200):
+        controller.tick(DT * (k + 1))
+        tips = model.effector_positions(controller.stream.goal) + controller.body
+        standing.append(np.linalg.norm(tips[1] - stand))
+        ahead.append(tips[0][0])
+    assert np.array_equal(controller.body, controller.body_goal)
+    # Never farther than the compromise at the goal (the far foot pulls the body on past
+    # the standing foot's reach, weighed 1 to 100).
+    compromise = controller.result.errors[1]
+    assert max(standing) <= compromise + 1e-6 and compromise < 0.02
+    assert np.all(np.diff(ahead) >= -1e-9), 'the far foot goes on reaching ahead'
+
+
 def test_a_weighted_foot_holds_its_target_while_the_body_slides():
     """effector_weights set the compromise: the heavy foot stays, the body goes."""
     model, controller = free_legs(**{'effector_weights.foot1': 100.0})
