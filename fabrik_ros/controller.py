@@ -147,16 +147,15 @@ class Settings:
                    orientation_tolerance=float(values['orientation_tolerance']),
                    tool_axis=tuple((axis / norm).tolist()))
 
-    def solver(self, root: str | None = None) -> IkSolver:
-        """Return a solver for these settings (solve_timeout 0: no time budget; root: theirs)."""
-        return IkSolver(self.chain, tolerance=self.tolerance,
-                        max_iterations=self.max_iterations, max_restarts=self.max_restarts,
-                        root=self.root if root is None else root,
-                        timeout=self.solve_timeout or None,
-                        effector_weights=self.effector_weights,
-                        orientation_mode=self.orientation_mode,
-                        orientation_tolerance=self.orientation_tolerance,
-                        tool_axis=self.tool_axis)
+    def solver(self, **overrides: object) -> IkSolver:
+        """Return a solver for these settings (solve_timeout 0: no time budget), but overrides."""
+        return IkSolver(self.chain, **{
+            'tolerance': self.tolerance, 'max_iterations': self.max_iterations,
+            'max_restarts': self.max_restarts, 'root': self.root,
+            'timeout': self.solve_timeout or None, 'effector_weights': self.effector_weights,
+            'orientation_mode': self.orientation_mode,
+            'orientation_tolerance': self.orientation_tolerance, 'tool_axis': self.tool_axis,
+            **overrides})
 
 
 def effector_weights(chain: Chain, values: Mapping[str, object]) -> dict[str, float]:
@@ -600,12 +599,16 @@ class IkController:
             return
         targets, orientations = self._solved
         relative = targets - self.body
-        if self._pinned is None:
-            self._pinned = self.settings.solver(root='pinned')
+        if self._pinned is None:  # from the last joints on, no other branch: no restarts
+            self._pinned = self.settings.solver(root='pinned', max_restarts=0)
         seed = self.stream.goal if self.stream.goal is not None else self.result.q
+        # At most half a command period, so a body sliding at every tick leaves the node its
+        # time (a leg out of reach from where the body is takes a stretched solve).
+        budgets = [b for b in (self.settings.solve_timeout, (self.stream.dt or 0.0) / 2.0) if b]
         try:
             result = self._pinned.solve(relative[0] if len(targets) == 1 else relative,
-                                        seed=seed, orientation=orientations)
+                                        seed=seed, orientation=orientations,
+                                        timeout=min(budgets, default=None))
         except ValueError:  # the free solve's joints stay
             return
         if np.isfinite(result.q).all():
