@@ -27,6 +27,7 @@ import math
 
 from fabrik_ros.chain import Chain
 from fabrik_ros.controller import IkController, model_limits, Settings, Target
+from fabrik_ros.ik import IkSolver
 from fabrik_ros.motion import time_to_reach
 from hypothesis import event, HealthCheck, settings, strategies as st
 from hypothesis.stateful import (initialize, invariant, precondition, rule,
@@ -487,6 +488,26 @@ def test_a_standing_foot_stays_on_its_target_while_the_body_slides(command_perio
     compromise = controller.result.errors[1]
     assert max(standing) <= compromise + 1e-6 and compromise < 0.02
     assert np.all(np.diff(ahead) >= -1e-9), 'the far foot goes on reaching ahead'
+
+
+def test_a_sliding_body_s_follow_solves_take_half_a_command_period_and_no_restarts(
+        monkeypatch):
+    """A body sliding at every tick must leave the node its time."""
+    budgets = []
+    solve = IkSolver.solve
+
+    def recorded(solver, *args, **kwargs):
+        if solver.root == 'pinned':
+            budgets.append((kwargs.get('timeout'), solver.max_restarts))
+        return solve(solver, *args, **kwargs)
+
+    monkeypatch.setattr(IkSolver, 'solve', recorded)
+    model, controller = free_legs(max_body_velocity=0.2)
+    feet = model.effector_positions(model.neutral())
+    controller.on_target(0, Target(feet[0] + [1.0, 0.0, 0.1]), 0.0)
+    controller.on_target(1, Target(feet[1] + [1.0, 0.0, 0.1]), 0.0)
+    run(controller, 0.0, 0.5)
+    assert len(budgets) >= 40 and set(budgets) == {(DT / 2.0, 0)}
 
 
 def test_a_weighted_foot_holds_its_target_while_the_body_slides():
