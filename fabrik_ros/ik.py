@@ -79,6 +79,7 @@ _ON_AXIS = 1e-12        # m^2: a weaker fit means the points lie on the axis; ke
 # far from the target (short, safe steps), vanishing near it (Newton's quadratic finish).
 _DAMPING_START = 0.1
 _DAMPING_MIN = 1e-3
+_STRETCH_DAMPING_DROP = 0.5  # out of reach, per Gauss-Newton step taken (see _Solve.attempt)
 _DAMPING_MAX = 1e8      # beyond this no step lowers the error: the closing step has stalled
 _DAMPING_FLOOR = 1e-12  # m^2: keeps J J^T + damping I invertible in floating point
 _COMPILED_PRODUCTS = 600  # damped solves whose Gram matrix takes at most this many products
@@ -2561,8 +2562,16 @@ class _Solve:
             previous, (state, new_fit, used) = state, step
             # Out of reach the damping a step needed suits the next one too (the residual
             # changes little): dropping it tenfold would cost a rejected step every time.
-            damping = used if self.stretch and used > damping else \
-                max(used * 0.1, _NEWTON_DAMPING_MIN if newton else _DAMPING_MIN)
+            # For one effector Gauss-Newton's model is poor there (it drops the residual's
+            # curvature): after a step at the damping it started with, the damping only
+            # halves. (Effectors sharing joints keep the tenfold drop: converging further,
+            # the weighted compromise let held tools drift 4x as far.)
+            if self.stretch and used > damping:
+                damping = used
+            elif self.stretch and not newton and len(self.effectors) == 1:
+                damping = max(used * _STRETCH_DAMPING_DROP, _DAMPING_MIN)
+            else:
+                damping = max(used * 0.1, _NEWTON_DAMPING_MIN if newton else _DAMPING_MIN)
             gained = fit.excess - new_fit.excess
             excess, error = fit.excess, fit.error
             fit = new_fit
