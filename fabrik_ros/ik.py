@@ -1570,11 +1570,12 @@ class IkSolver:
     end of a rope; result.base_position says where it went).
     fit: which downstream points a joint's angle brings onto the FABRIK points for a
     reachable target: 'chain' (the whole downstream chain) or 'next' (the next points, the
-    classic forward pass). The default, 'auto', is 'next' where every joint point turns
-    about two or more axes (universal or ball joints, FABRIK's own model: each point can
-    take the next one's FABRIK position, and the classic pass needs fewer iterations) and
-    'chain' otherwise (hinges and arms, whose points cannot: the whole chain is the better
-    compromise). Out-of-reach targets always use 'next'.
+    classic forward pass, the tips below breaking ties). The default, 'auto', is 'next'
+    where every joint point turns about two or more axes (universal or ball joints,
+    FABRIK's own model: each point can take the next one's FABRIK position, and the classic
+    pass needs fewer iterations) and 'chain' otherwise (hinges and arms, whose points
+    cannot: the whole chain is the better compromise). Out-of-reach targets always fit the
+    next points, every farther point breaking ties.
     fabrik_gain, closing_radius: FABRIK iterates while each iteration cuts the error below
     fabrik_gain times the previous one and the error exceeds closing_radius (metres,
     default 10 % of the reach); then damped least-squares steps close the rest, quadratic
