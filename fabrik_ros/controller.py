@@ -244,7 +244,9 @@ class IkController:
         self.solved_targets: np.ndarray | None = None  # (m, 3) of the last solve, NaN: none
         self._solver: IkSolver | None = None  # built on the next solve after a change
         self._pinned: IkSolver | None = None  # a free body's joints where it is: _follow_body
-        self._solved: tuple[np.ndarray, np.ndarray | None] | None = None  # targets in force
+        # A free body's last solved targets and orientations, which its joints keep while it
+        # slides (_follow_body); None once they are forgotten.
+        self._solved: tuple[np.ndarray, np.ndarray | None] | None = None
         self.solves = 0
         self._window_solves = 0  # since the last status()
         self._solve_seconds = 0.0  # of the last solve
