@@ -336,9 +336,7 @@ class IkController:
     def tick(self, now: float) -> Update:
         """Check the watchdogs, move the body, return the next command or the held one."""
         update = Update() if self.stream.position is None else self._watchdogs(now) or Update()
-        before = self.body.copy()
-        self._move_body(now)
-        if self._solved is not None and not np.array_equal(self.body, before):
+        if self._move_body(now) and self._solved is not None:
             self._follow_body()
         if self.stream.position is not None:
             update.command = self._step()
@@ -512,17 +510,24 @@ class IkController:
         self._solved = None
         self.body_goal = self.body.copy()
 
-    def _move_body(self, now: float) -> None:
-        """Move the body toward its goal, in a straight line at most max_body_velocity."""
+    def _move_body(self, now: float) -> bool:
+        """
+        Move the body toward its goal, in a straight line at most max_body_velocity.
+
+        Return whether it moved.
+        """
         elapsed, self._body_time = max(now - self._body_time, 0.0), now
         if self._disabling or not self.enabled:  # no command moves the joints: nor the body
             self.body_goal = self.body.copy()
-            return
+            return False
         offset = self.body_goal - self.body
         distance = float(np.linalg.norm(offset))
+        if distance == 0.0:
+            return False
         reach = self.settings.max_body_velocity * elapsed
         self.body = self.body_goal.copy() if distance <= reach \
             else self.body + offset * (reach / distance)
+        return reach > 0.0
 
     def _forget_and_hold(self, reason: str) -> Update:
         """Forget the targets and brake to a stop; warn once, as the hold begins."""
