@@ -425,8 +425,9 @@ class _Tree:
             self.next_fit.append(tuple((k, k + 1, _FAR_WEIGHT) for k in tips
                                        if first <= k < stop) + next_points)
             self.straight_fit.append(((first, stop, _FAR_WEIGHT),) + next_points)
-        # Plain FK, and per effector its Jacobian's rows and Hessian (see _compiled_sweep).
-        self._forward, self._rows, self._hessians = _compiled_sweep(self)
+        # Plain FK, and per effector its Jacobian's rows and Hessian, and per tool of a tree
+        # with marker points its orientation rows (see _compiled_sweep).
+        self._forward, self._rows, self._hessians, self.turns = _compiled_sweep(self)
         # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).
         self.columns = [tuple((j, self.joints[j].coordinate, self.joints[j].multiplier,
                                self.joints[j].prismatic) for j in effector.joints)
@@ -730,13 +731,14 @@ def _source(values: list[float | str]) -> str:
 
 def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
                     ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable],
-                               list[Callable]]:
+                               list[Callable], list[Callable]]:
     """
     Return the tree's sweep compiled to a function (see _SweepWriter and _Tree.sweep).
 
     Plain FK comes with per effector its Jacobian's rows (_rows_source) and its objective's
-    Hessian (_hessian_source; None beyond _COMPILED_PAIRS and in trees with marker points);
-    a fitting with neither ([], []).
+    Hessian (_hessian_source; None beyond _COMPILED_PAIRS and in trees with marker points),
+    and in trees with marker points (orientation solves) per tool its orientation rows
+    (_turns_source); a fitting with none of them ([], [], []).
 
     Without fits: forward(q, base) -> (q, frames, points), plain FK; the frames are per
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
@@ -807,13 +809,15 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     writer.lines.append(f'    return [{", ".join(coordinates)}], '
                         f'[{", ".join(map(_source, frames + [base_frame]))}], '
                         f'[{", ".join(map(_source, points))}]')
+    oriented = any(tree.markers)  # orientation solves take no Newton steps
     if not fitting:
-        newton = not any(tree.markers)  # orientation solves take no Newton steps
         for index, effector in enumerate(tree.effectors):
             writer.lines += _rows_source(tree, index, effector, frames)
-            if newton and len(effector.joints) * (len(effector.joints) + 1) // 2 \
+            if not oriented and len(effector.joints) * (len(effector.joints) + 1) // 2 \
                     <= _COMPILED_PAIRS:
                 writer.lines += _hessian_source(tree, index, effector, frames)
+            if oriented and index < tree.tools:
+                writer.lines += _turns_source(tree, index, effector, frames)
     namespace = {'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2,
                  'remainder': math.remainder, 'inf': math.inf,
                  'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,
@@ -821,10 +825,11 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     name = f'<fabrik_ros {"fitting" if fitting else "forward"} sweep, {len(tree.joints)} joints>'
     exec(compile('\n'.join(writer.lines), name, 'exec'), namespace)
     if fitting:
-        return namespace['fitting'], [], []
+        return namespace['fitting'], [], [], []
     effectors = range(len(tree.effectors))
     return namespace['forward'], [namespace[f'rows{index}'] for index in effectors], \
-        [namespace.get(f'hessian{index}') for index in effectors]
+        [namespace.get(f'hessian{index}') for index in effectors], \
+        [namespace[f'turns{index}'] for index in range(tree.tools) if oriented]
 
 
 def _product_source(a: float | str, b: str) -> str | None:
@@ -903,6 +908,34 @@ def _rows_source(tree: _Tree, index: int, effector: _Effector,
         entries = (' + '.join(per_row[row]) or '0.0' for per_row in terms)
         lines.append(f'    row{row} = [{", ".join(entries)}]')
     return [f'def rows{index}(frames, ex, ey, ez):'] + lines + ['    return row0, row1, row2']
+
+
+def _turns_source(tree: _Tree, index: int, effector: _Effector,
+                  frames: list[list[float | str]]) -> list[str]:
+    """
+    Return the source of turns<index>(frames, s): the tool's orientation rows times s.
+
+    A revolute joint of the tool's path turns it about the joint's axis, the z column of
+    its frame (constants folded as the sweep writes them, the rest read from `frames`); a
+    slide does not; a mimic joint adds its axis, times its multiplier, to its leader's
+    column. Returns three lists of floats, one per row.
+    """
+    terms: list[list[list[str]]] = [[[], [], []] for _ in tree.lower]  # per coordinate, row
+    for j in effector.joints:
+        joint = tree.joints[j]
+        if joint.prismatic:
+            continue
+        m = joint.multiplier
+        for row, i in enumerate((2, 5, 8)):
+            value = frames[j][i]
+            if isinstance(value, str):
+                terms[joint.coordinate][row].append(
+                    f'frames[{j}][{i}]' if m == 1.0 else f'{m!r} * frames[{j}][{i}]')
+            elif value != 0.0:
+                terms[joint.coordinate][row].append(repr(m * value))
+    rows = ['[' + ', '.join(f's * ({" + ".join(per_row[row])})' if per_row[row] else '0.0'
+                            for per_row in terms) + ']' for row in range(3)]
+    return [f'def turns{index}(frames, s):', f'    return {", ".join(rows)}']
 
 
 def _hessian_source(tree: _Tree, index: int, effector: _Effector,
@@ -1364,6 +1397,11 @@ def quaternion_rotation(quaternion: object, what: str = 'orientation') -> tuple[
     if not isinstance(values, list) or len(values) != 4 or isinstance(values[0], list):
         raise ValueError(f'{what} has shape {np.shape(quaternion)}, expected a quaternion '
                          '(x, y, z, w)')
+    return _unit_rotation(values, what)
+
+
+def _unit_rotation(values: list[float], what: str) -> tuple[float, ...]:
+    """Return the rotation (9-tuple) of four floats (x, y, z, w), normalised; ValueError."""
     x, y, z, w = values
     norm = math.hypot(x, y, z, w)   # NaN or inf with any entry that is
     if not math.isfinite(norm):
@@ -1391,12 +1429,14 @@ class _Orientations:
                  scale: float) -> None:
         self.tree = tree
         self.scale = scale
-        tools = [effector.tool for effector in tree.effectors]
-        self.items = [(index, mode, rotation, axes[index], _apply(rotation, axes[index]),
-                       _turn(rotation, tools[index]) if mode == 'full'
-                       else _apply(tools[index], axes[index]))
-                      for index, (rotation, mode) in enumerate(zip(rotations, modes))
-                      if rotation is not None and mode != 'position']
+        self.items = []
+        for index, rotation in enumerate(rotations):
+            mode = modes[index]
+            if rotation is None or mode == 'position':
+                continue
+            axis, tool = axes[index], tree.effectors[index].tool
+            self.items.append((index, mode, rotation, axis, _apply(rotation, axis),
+                               _turn(rotation, tool) if mode == 'full' else _apply(tool, axis)))
         self._measured: _State | None = None
         self._found: list = []
         self.goals: list[tuple[float, float, float]] = []  # per marker, see marker_goals()
@@ -1493,18 +1533,16 @@ class _Orientations:
         width = len(rows[0])
         scale = self.scale
         frames = state.frames
-        turning = self.tree.turning
+        tree = self.tree
+        turning = tree.turning
         found = self.errors(state)
         for (index, mode, *_), (_, (vx, vy, vz), compared) in zip(self.items, found):
-            rx, ry, rz = [0.0] * width, [0.0] * width, [0.0] * width
             if mode == 'full':
-                for j, c, m in turning[index]:
-                    frame = frames[j]
-                    m *= scale
-                    rx[c] += m * frame[2]
-                    ry[c] += m * frame[5]
-                    rz[c] += m * frame[8]
+                rx, ry, rz = tree.turns[index](frames, scale)
+                if width > len(rx):     # a free root's columns: translating turns nothing
+                    rx, ry, rz = (row + [0.0] * (width - len(row)) for row in (rx, ry, rz))
             else:   # the part along the reached tool axis changes nothing: taken out
+                rx, ry, rz = [0.0] * width, [0.0] * width, [0.0] * width
                 ax, ay, az = compared
                 for j, c, m in turning[index]:
                     frame = frames[j]
@@ -1665,8 +1703,8 @@ class IkSolver:
         self.orientation_tolerance = float(orientation_tolerance)
         self.orientation_scale = self.tolerance / self.orientation_tolerance
         self._effector_index = {name: i for i, name in enumerate(chain.effector_names)}
-        self.orientation_modes = self._per_effector(orientation_mode, 'orientation_mode',
-                                                    _orientation_mode, 'full')
+        self.orientation_modes = tuple(self._per_effector(
+            orientation_mode, 'orientation_mode', _orientation_mode, 'full'))
         self.tool_axes = self._per_effector(tool_axis, 'tool_axis', _unit_axis,
                                             (0.0, 0.0, 1.0))
         self._pose_trees: dict[tuple[str, ...], tuple[_Tree, list]] = {}
@@ -1777,11 +1815,11 @@ class IkSolver:
         else:
             array = np.asarray(orientation, dtype=float)
             if array.shape == (4,) and m == 1:
-                rotations[0] = quaternion_rotation(array)
+                rotations[0] = _unit_rotation(array.tolist(), 'orientation')
             elif array.shape == (m, 4):
                 for index, row in enumerate(array.tolist()):
                     if not all(map(math.isnan, row)):
-                        rotations[index] = quaternion_rotation(
+                        rotations[index] = _unit_rotation(
                             row, f'orientation for {names[index]!r}')
             else:
                 raise ValueError(
@@ -1917,8 +1955,9 @@ class IkSolver:
         unreachable_after = self.unreachable_after
         trackable = self._trackable_position
         if rotations is not None:
-            modes = tuple(mode if rotation is not None else 'position'
-                          for rotation, mode in zip(rotations, self.orientation_modes))
+            modes = self.orientation_modes if None not in rotations else tuple(
+                mode if rotation is not None else 'position'
+                for rotation, mode in zip(rotations, self.orientation_modes))
             if modes.count('position') < len(modes):
                 tree, tree_fits = self._pose_tree(modes)
                 orientations = _Orientations(tree, rotations, modes, self.tool_axes,
@@ -2193,9 +2232,13 @@ class IkSolver:
         if state.base == _ORIGIN:   # a free root moved: a seed's state is not this one
             self._last = (tree, state)
         positions = list(map(state.points.__getitem__, tree.tool_points))
-        errors = [math.dist(goal, position) if goal is not None else math.nan
-                  for goal, position in zip(targets, positions)]
-        error = max([e for e in errors if e == e])  # NaN != NaN: effectors without a target
+        if len(positions) == 1:     # one effector: it has the target
+            error = math.dist(targets[0], positions[0])
+            errors = [error]
+        else:
+            errors = [math.dist(goal, position) if goal is not None else math.nan
+                      for goal, position in zip(targets, positions)]
+            error = max([e for e in errors if e == e])  # NaN != NaN: effectors without one
         reached = error <= self.tolerance
         angles = [math.nan] * len(positions)
         orientation_error = math.nan
@@ -2207,8 +2250,7 @@ class IkSolver:
                 found = orientations.errors(state)
                 for (index, *_), (angle, _, _) in zip(orientations.items, found):
                     angles[index] = angle
-            reached = reached and all(angle <= self.orientation_tolerance
-                                      for angle, _, _ in found)
+                    reached = reached and angle <= self.orientation_tolerance
             if len(found) < len(rotations) - rotations.count(None):
                 for index, (effector, rotation) in enumerate(zip(tree.effectors, rotations)):
                     if rotation is not None and angles[index] != angles[index]:
