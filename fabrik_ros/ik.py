@@ -1419,7 +1419,8 @@ class _Orientations:
     tolerance / orientation_tolerance), so one objective, the sum of squares, weighs both,
     and an error within the position tolerance means within both tolerances. Per targeted
     effector: its index, mode ('full' or 'axis'), target rotation (9-tuple, base frame),
-    tool axis (tool frame), target axis (base frame) and aim: what its parent joint's frame
+    tool axis (tool frame), target axis (base frame; None for 'full', which compares whole
+    frames) and aim: what its parent joint's frame
     F is compared with, the target rotation times the tool's inverse ('full': the turn onto
     the target is aim @ F^T) or the tool axis in F ('axis': the reached axis is F @ aim).
     """
@@ -1435,8 +1436,10 @@ class _Orientations:
             if rotation is None or mode == 'position':
                 continue
             axis, tool = axes[index], tree.effectors[index].tool
-            self.items.append((index, mode, rotation, axis, _apply(rotation, axis),
-                               _turn(rotation, tool) if mode == 'full' else _apply(tool, axis)))
+            self.items.append((index, mode, rotation, axis, None, _turn(rotation, tool))
+                              if mode == 'full' else
+                              (index, mode, rotation, axis, _apply(rotation, axis),
+                               _apply(tool, axis)))
         self._measured: _State | None = None
         self._found: list = []
         self.goals: list[tuple[float, float, float]] = []  # per marker, see marker_goals()
@@ -1826,10 +1829,11 @@ class IkSolver:
                     f'orientation has shape {array.shape}; expected a quaternion (x, y, z, w) '
                     f'for a single effector, ({m}, 4) with NaN rows, or a mapping of effector '
                     f'names {names} to quaternions')
-        for index, (rotation, target) in enumerate(zip(rotations, targets)):
-            if rotation is not None and target is None:
-                raise ValueError(f'effector {names[index]!r} has an orientation but no '
-                                 'position target')
+        if m > 1:   # (one effector has a target: _targets saw to it)
+            for index, (rotation, target) in enumerate(zip(rotations, targets)):
+                if rotation is not None and target is None:
+                    raise ValueError(f'effector {names[index]!r} has an orientation but no '
+                                     'position target')
         return rotations
 
     def _pose_tree(self, modes: tuple[str, ...]) -> tuple[_Tree, list]:
