@@ -151,19 +151,21 @@ def _thread_time_cost() -> float:
 _THREAD_TIME_COST = _thread_time_cost()
 
 
-def reference_us() -> float:
+def reference_us(statistic: Callable[[list[float]], float] = min) -> float:
     """
     Return the CPU time (microseconds) of a fixed pure-Python workload, fastest of 200.
 
     Solve times scale with it: it tells how fast this machine ran Python during the run
-    (a shared machine under load runs it slower), so runs can be compared.
+    (a shared machine under load runs it slower), so runs can be compared. The fastest
+    shows the machine's speed; statistic=median shows its noise too (another virtual
+    machine's bursts slow some runs of the workload, as they slow some solves).
     """
-    best = math.inf
+    times = []
     for _ in range(200):
         start = time.thread_time()
         sum(i * i for i in range(1000))
-        best = min(best, time.thread_time() - start - _THREAD_TIME_COST)
-    return best * 1e6
+        times.append(time.thread_time() - start - _THREAD_TIME_COST)
+    return statistic(times) * 1e6
 
 
 def summary(times: list[tuple[float, float]]) -> dict[str, float]:
@@ -673,6 +675,7 @@ def main(argv: list[str] | None = None) -> None:
         chain = build()
         rng = np.random.default_rng(SEED)
         print(f'{name}: {chain.dof} joints ...', file=sys.stderr)
+        noise = reference_us(statistic=np.median)
         if args.hard_only:
             results['robots'][name] = {'dof': chain.dof}
         else:
@@ -691,6 +694,8 @@ def main(argv: list[str] | None = None) -> None:
                     name, chain, count, steps)
         results['robots'][name]['hard_cases'] = hard_cases(chain, count, rng, baseline)
         results['robots'][name]['small_robot'] = small_robot(chain, small, rng, baseline)
+        results['robots'][name]['reference_median_us'] = [
+            noise, reference_us(statistic=np.median)]   # before and after its section
     results['machine']['reference_us_after'] = reference_us()
     tables = hard_report(results)
     if not args.hard_only:
@@ -739,9 +744,12 @@ def report(results: dict[str, Any]) -> str:
                 f"{v['median_time_ratio']:.2f}", f"{v['p95_time_ratio']:.2f}",
                 f"{v['mean_fabrik_iterations']:.1f} + {v['mean_closing_steps']:.1f}"])
     machine = results['machine']
+    medians = [value for r in robots.values() for value in r['reference_median_us']]
     text += (f"\n\nReference Python workload: {machine['reference_us_before']:.1f} µs before, "
              f"{machine['reference_us_after']:.1f} µs after the run (solve times scale with "
-             'it; compare runs by it).')
+             "it; compare runs by it). Its median, before and after each robot's section: "
+             f'{min(medians):.1f}-{max(medians):.1f} µs (far above the fastest: a noisy '
+             'machine, whose bursts slow some solves too).')
     text += '\n\nVariants (same targets, same run; time ratios to the default):\n\n'
     text += table(variant_rows, ['robot', 'variant', 'success ≤1 mm', 'median µs',
                                  'median ratio', 'p95 ratio', 'FABRIK + closing'])
