@@ -1420,9 +1420,9 @@ class _Orientations:
     and an error within the position tolerance means within both tolerances. Per targeted
     effector: its index, mode ('full' or 'axis'), target rotation (9-tuple, base frame),
     tool axis (tool frame), target axis (base frame; None for 'full', which compares whole
-    frames) and aim: what its parent joint's frame
-    F is compared with, the target rotation times the tool's inverse ('full': the turn onto
-    the target is aim @ F^T) or the tool axis in F ('axis': the reached axis is F @ aim).
+    frames) and aim: what its parent joint's frame F is compared with, the target rotation
+    times the tool's inverse ('full': the turn onto the target is aim @ F^T) or the tool
+    axis in F ('axis': the reached axis is F @ aim).
     """
 
     def __init__(self, tree: _Tree, rotations: list[tuple[float, ...] | None],
