@@ -110,6 +110,8 @@ _STALL_RELATIVE = 1e-5
 _EXPLORE_STALL = 1e-2
 _CONFIRM_STALL = 0.1    # ... and this fraction once a restart is back at the best residual
 _LIMIT_MARGIN = 0.3     # radians: closer to a limit, a joint's closing steps are scaled down
+_LIMIT_MARGIN_SHARE = 0.15  # ... or this share of its range where that is less (a narrow
+#                             joint keeps most of its range free; a slide's is in metres)
 _LIMIT_WEIGHT_MIN = 0.05  # ... but never below this, so it can still reach the limit
 _LIMIT_PUSH = 0.2       # a solve's first closing step undoes this much of a joint's intrusion
 #                         into that margin, in the null space of the targets (no error)
@@ -1744,9 +1746,12 @@ class IkSolver:
         self._trackable_position = self._trackable and self._groups == self._everything
         self._lower = chain.lower.tolist()
         self._upper = chain.upper.tolist()
-        # Inside these a joint is not near a limit (closing steps: _LIMIT_MARGIN).
-        self._inner_lower = [lo + _LIMIT_MARGIN for lo in self._lower]
-        self._inner_upper = [hi - _LIMIT_MARGIN for hi in self._upper]
+        # Inside these a joint is not near a limit (closing steps: _LIMIT_MARGIN, a narrow
+        # joint's share of its range).
+        self._margins = [min(_LIMIT_MARGIN, _LIMIT_MARGIN_SHARE * (hi - lo))
+                         for lo, hi in zip(self._lower, self._upper)]
+        self._inner_lower = [lo + margin for lo, margin in zip(self._lower, self._margins)]
+        self._inner_upper = [hi - margin for hi, margin in zip(self._upper, self._margins)]
         self._last = (self._tree, self._tree.neutral)  # the last answer's state (see _start)
         rng = np.random.default_rng(_RESTART_SEED)
         n = chain.dof
@@ -2176,21 +2181,22 @@ class IkSolver:
         # The joints outside [lower + margin, upper - margin], found at C speed.
         near = compress(range(len(q)), map(not_, map(
             and_, map(le, inner_lower, q), map(le, q, inner_upper))))
-        lower, upper = self._lower, self._upper
+        lower, upper, margins = self._lower, self._upper, self._margins
         weights, push = [], []
         for j in near:
             a = q[j]
+            margin = margins[j]
             low, high = a - lower[j], upper[j] - a
             room, sign = (low, -1.0) if low < high else (high, 1.0)
             if steer:
-                push.append((j, -sign * _LIMIT_PUSH * (_LIMIT_MARGIN - room)))
+                push.append((j, -sign * _LIMIT_PUSH * (margin - room)))
             # The error's gradient J^T r says which way the joint is drawn: away from its
             # limit it is free.
             drawn = 0.0
             for row, r in zip(rows, residual):
                 drawn += row[j] * r
             if sign * drawn > 0.0:
-                weights.append((j, max(room / _LIMIT_MARGIN, _LIMIT_WEIGHT_MIN)))
+                weights.append((j, max(room / margin, _LIMIT_WEIGHT_MIN)))
         return weights, push
 
     def _limited_step(self, q: list[float], rows: list[list[float]], aim: list[float],
