@@ -418,8 +418,12 @@ def hard_cases(chain: Chain, count: int, rng: np.random.Generator,
 
 
 def scaled(chain: Chain, factor: float) -> Chain:
-    """Return the chain with every length multiplied by factor."""
-    joints = [dataclasses.replace(j, origin_xyz=j.origin_xyz * factor) for j in chain.joints]
+    """Return the chain with every length multiplied by factor: offsets and slides' travel."""
+    joints = [dataclasses.replace(j, origin_xyz=j.origin_xyz * factor)
+              if j.kind != 'prismatic' else
+              dataclasses.replace(j, origin_xyz=j.origin_xyz * factor, lower=j.lower * factor,
+                                  upper=j.upper * factor)
+              for j in chain.joints]
     effectors = [dataclasses.replace(e, offset=e.offset * factor) for e in chain.effectors]
     return Chain(chain.base_link, joints, effectors)
 
