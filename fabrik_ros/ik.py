@@ -109,9 +109,10 @@ _STALL_RELATIVE = 1e-5
 # polished to the strict stall above, once.
 _EXPLORE_STALL = 1e-2
 _CONFIRM_STALL = 0.1    # ... and this fraction once a restart is back at the best residual
-_LIMIT_MARGIN = 0.3     # radians: closer to a limit, a joint's closing steps are scaled down
+_LIMIT_MARGIN = 0.3     # radians (metres for a slide): closer to a limit, a joint's closing
+#                         steps are scaled down
 _LIMIT_MARGIN_SHARE = 0.15  # ... or this share of its range where that is less (a narrow
-#                             joint keeps most of its range free; a slide's is in metres)
+#                             joint keeps most of its range free)
 _LIMIT_WEIGHT_MIN = 0.05  # ... but never below this, so it can still reach the limit
 _LIMIT_PUSH = 0.2       # a solve's first closing step undoes this much of a joint's intrusion
 #                         into that margin, in the null space of the targets (no error)
