@@ -419,10 +419,10 @@ def hard_cases(chain: Chain, count: int, rng: np.random.Generator,
 
 def scaled(chain: Chain, factor: float) -> Chain:
     """Return the chain with every length multiplied by factor: offsets and slides' travel."""
-    joints = [dataclasses.replace(j, origin_xyz=j.origin_xyz * factor)
-              if j.kind != 'prismatic' else
-              dataclasses.replace(j, origin_xyz=j.origin_xyz * factor, lower=j.lower * factor,
-                                  upper=j.upper * factor)
+    travel = {'prismatic': factor}  # a hinge's limits are angles: they stay
+    joints = [dataclasses.replace(j, origin_xyz=j.origin_xyz * factor,
+                                  lower=j.lower * travel.get(j.kind, 1.0),
+                                  upper=j.upper * travel.get(j.kind, 1.0))
               for j in chain.joints]
     effectors = [dataclasses.replace(e, offset=e.offset * factor) for e in chain.effectors]
     return Chain(chain.base_link, joints, effectors)
