@@ -60,6 +60,7 @@ import time
 from typing import NamedTuple, Sequence
 
 from fabrik_ros.chain import Chain, Effector, rotation_tuple
+from fabrik_ros.wrist import split_at_wrist, wrist_angles
 import numpy as np
 
 ROOT_MODES = ('pinned', 'free')
@@ -134,6 +135,9 @@ _RESTART_ERROR_REACH = 1e-3  # ... but at most this fraction of the reach (small
 _AGREE = 1e-3           # of the reach (at least one tolerance): restarts ending this close
 #                         to the best error found the same residual; closer by more is progress
 _UNREACHABLE_AFTER = 2  # default unreachable_after: restarts confirming the best residual
+_WRIST_RESTARTS = 2     # restarts of the wrist centre's solve before the whole arm's
+_WRIST_BRANCHES = 2     # ... and solves from other seeds where the wrist's limits rule out
+#                         the arm's branch
 _KEPT_WEIGHTS = 16      # sets of subtree weights a tree keeps (one per targeted subset)
 HELD_WEIGHT = 1e4       # default weight of an effector without a target: it holds
 
@@ -151,7 +155,8 @@ class IkResult:
     seed and after each iteration, so it never grows; trace: the matching joint vectors
     when solve(..., trace=True), else None. timed_out: the time budget ended the solve
     (the answer is the best pose found until then). Orientation errors count in the
-    history as orientation_scale metres per radian (weight 1).
+    history as orientation_scale metres per radian (weight 1). A full pose split at a
+    spherical wrist (see IkSolver) logs its seed and its answer only.
     orientation_errors: (m,) radians per effector with an orientation target: the angle
     between the target frame and the reached tool frame ('full' and 'position' modes), or
     between the target's and the tool's axes ('axis'); NaN where it had none;
@@ -1319,6 +1324,11 @@ def _product(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
             a6 * b2 + a7 * b5 + a8 * b8)
 
 
+def _transposed(m: Sequence[float]) -> tuple[float, ...]:
+    """Return the transpose (the inverse) of a row-major 3x3 rotation; reads 9 entries."""
+    return m[0], m[3], m[6], m[1], m[4], m[7], m[2], m[5], m[8]
+
+
 def _turn(target: Sequence[float], reached: Sequence[float]) -> tuple[float, ...]:
     """
     Return target @ reached^T: the rotation (row-major 9-tuple) turning reached onto target.
@@ -1656,6 +1666,13 @@ class IkSolver:
     orientation_tolerance (0.1 m by default): both tolerances weigh the same. An
     orientation solve treats the effectors as one group, and with unreachable_after
     'auto' it tries every restart seed (an oriented tool has little redundancy).
+    A serial arm whose last three joints turn about axes through one point (a spherical
+    wrist, like most industrial six-joint arms: fabrik_ros.wrist) splits a full pose in
+    two: the joints above the wrist bring its centre where the target pose puts it (a
+    position solve: FABRIK and closing steps), then the wrist turns the tool onto the
+    target orientation in closed form (exact, the solution nearest the seed). Where the
+    wrist's limits allow neither solution on the arm's branches tried, or the centre is
+    missed, the whole arm's solve takes over from the seed with the iterations left.
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
@@ -1774,6 +1791,8 @@ class IkSolver:
         corners = rng.choice(3, size=seeds.shape)
         seeds[1::2] = np.where(corners == 0, low, np.where(corners == 1, high, seeds))[1::2]
         self._restart_seeds = seeds.tolist()
+        self._wrist = _Wrist.of(self, max_restarts) \
+            if self._trackable and self.orientation_modes == ('full',) else None
 
     # ------------------------------------------------------------------ input
 
@@ -1984,6 +2003,12 @@ class IkSolver:
             tracked = self._track(tree, start, targets, rotations, orientations, deadline)
             if tracked is not None:
                 return tracked
+        spent = None    # what a spherical wrist's split solve spent before handing over
+        if self._wrist is not None and orientations is not None:
+            split, spent = self._wrist.solve(tree, start, targets, rotations, orientations,
+                                             deadline, trace)
+            if split is not None:
+                return split
         goals = [goal if goal is not None else start.points[effector.point]
                  for goal, effector in zip(targets, tree.effectors)]
         weights = [self.effector_weights.get(name, 1.0 if goal is not None else HELD_WEIGHT)
@@ -2008,7 +2033,7 @@ class IkSolver:
         distances = [math.dist(goals[i], start.points[tree.effectors[i].point])
                      for i in waiting]
         rest = start.q, sum(weights[i] * (d * d) for i, d in zip(waiting, distances))
-        solve = None
+        solve = spent
         for groups, pass_stretch in passes:
             fits = tree_fits
             if pass_stretch:
@@ -2356,6 +2381,105 @@ class _Steps(NamedTuple):
     timed_out: bool
 
 
+class _Wrist:
+    """
+    The split solve of a full pose for an arm with a spherical wrist (fabrik_ros.wrist).
+
+    The tool's target pose puts the wrist centre at one point: the arm above the wrist
+    reaches it (a position solve of its own: FABRIK and closing steps on three joints of a
+    six-joint arm), then the wrist turns the tool onto the target orientation in closed
+    form, the solution nearest the seed. The tool's position error is then the centre's,
+    its orientation error rounding. Where the centre lies beyond the arm's reach or is
+    not reached within _WRIST_RESTARTS restarts, or the wrist's limits allow neither
+    solution on the arm's branches tried, the whole arm's solve takes over from the seed
+    (within what is left of max_iterations).
+    """
+
+    def __init__(self, solver: IkSolver, arm: IkSolver, centre: tuple[float, float, float],
+                 axes: list[tuple[float, float, float]], zero: tuple[float, ...]) -> None:
+        self.solver = solver
+        self.arm = arm              # the joints above the wrist, tipped at its centre
+        self.centre = centre        # metres, the wrist centre in the tool frame
+        self.axes = axes            # the wrist's axes in the canonical frame of the joint
+        #                             above it, wrist at zero
+        self.zero = zero            # the tool frame in that frame, wrist at zero
+        self.k = arm.chain.dof      # the wrist's first joint
+        self.branches = arm._restart_seeds[:_WRIST_BRANCHES]  # seeds of other arm branches
+        effector = arm._tree.effectors[0]
+        # The arm's fixed point and its reach: a centre farther away is out of reach.
+        self.anchor, self.reach = arm._tree.neutral.points[effector.anchor], effector.reach
+        self.lower, self.upper = solver._lower[self.k:], solver._upper[self.k:]
+
+    @classmethod
+    def of(cls, solver: IkSolver, max_restarts: int) -> _Wrist | None:
+        """Return the split solve for the solver's chain, None if it has no such wrist."""
+        split = split_at_wrist(solver.chain, solver.tolerance)
+        if split is None:
+            return None
+        arm = IkSolver(split.arm, solver.tolerance, solver.max_iterations, fit=solver.fit,
+                       fabrik_gain=solver.fabrik_gain,
+                       max_restarts=min(max_restarts, _WRIST_RESTARTS), clock=solver.clock)
+        # A joint's canonical frame is its parent's times its rotation at zero, turned about
+        # its z axis; the product of the wrist's rotations at zero carries its axes.
+        frame, axes = _IDENTITY, []
+        for joint in solver._tree.joints[arm.chain.dof:]:
+            frame = _product(frame, joint.rotation)
+            axes.append((frame[2], frame[5], frame[8]))
+        return cls(solver, arm, split.centre, axes,
+                   _product(frame, solver._tree.effectors[0].tool))
+
+    def solve(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
+              rotations: list[tuple[float, ...]], orientations: _Orientations,
+              deadline: float, trace: bool) -> tuple[IkResult | None, _Steps | None]:
+        """
+        Return the answer and None, or None and what the attempt spent (see the class).
+
+        The answer logs the seed and itself (history, trace), its fabrik_error is the
+        centre's distance after FABRIK.
+        """
+        solver, k = self.solver, self.k
+        goal, rotation = targets[0], rotations[0]
+        x, y, z = _apply(rotation, self.centre)
+        centre = goal[0] + x, goal[1] + y, goal[2] + z
+        if math.dist(centre, self.anchor) > self.reach + solver.tolerance:
+            return None, None
+        turn = _turn(rotation, self.zero)
+        counts, angles = [0, 0, 0], None
+        # From the seed's branch, then from others where the wrist's limits rule it out.
+        for attempt, seed in enumerate([start.q[:k]] + self.branches):
+            budget = None
+            if deadline < math.inf:
+                budget = deadline - solver.clock()
+                if budget <= 0.0:
+                    break
+            arm = self.arm.solve(centre, seed, timeout=budget)
+            counts = [counts[0] + arm.fabrik_iterations, counts[1] + arm.closing_steps,
+                      counts[2] + arm.restarts + (attempt > 0)]
+            if not arm.reached:
+                break
+            q = arm.q.tolist()
+            above = tree.sweep(q + start.q[k:], _ORIGIN).frames[k - 1]  # the wrist leaves it
+            angles = wrist_angles(self.axes, _product(_transposed(above), turn), start.q[k:],
+                                  self.lower, self.upper)
+            if angles is not None:
+                break
+        # The whole arm's solve goes on with the iterations left, and its own restarts.
+        spent = _Steps(counts[0], counts[1], 0, 0.0, math.nan, [], [] if trace else None,
+                       solver.clock() >= deadline)
+        if angles is None:
+            return None, spent
+        distance = math.dist(goal, start.points[tree.effectors[0].point])
+        turned = orientations.squares(start)[0]
+        state = tree.sweep(q + angles, _ORIGIN)
+        objective = math.dist(goal, state.points[tree.effectors[0].point]) ** 2 \
+            + orientations.squares(state)[0]
+        result = solver._result(state, tree, targets, rotations, _Steps(
+            *counts, max(distance, math.sqrt(turned)), arm.fabrik_error,
+            [math.sqrt(distance * distance + turned), math.sqrt(objective)],
+            [np.array(start.q), np.array(state.q)] if trace else None, False), orientations)
+        return (result, None) if result.reached else (None, spent)
+
+
 def _independent_groups(moves: np.ndarray) -> tuple[_Group, ...]:
     """
     Return the effectors in groups that share no joint: independent sub-problems.
@@ -2388,7 +2512,8 @@ class _Solve:
     goals, weights, floors: per effector of the chain; the pass takes its groups' share.
     rest: the pose of the joints the pass does not own (moving the other groups, or no
     effector) and the other groups' objective, for the history and the final pose.
-    previous: the pass before (its counters, history and budget go on here).
+    previous: the pass before (its counters, history and budget go on here), or what a
+    split solve spent before it (see _Wrist).
     """
 
     def __init__(self, solver: IkSolver, groups: tuple[_Group, ...],
@@ -2396,7 +2521,7 @@ class _Solve:
                  weights: list[float], floors: list[float],
                  stretch: dict[int, tuple[float, float, float]],
                  fits: list[_Fit], free_root: bool, rest: tuple[list[float], float],
-                 trace: bool, deadline: float, previous: _Solve | None = None,
+                 trace: bool, deadline: float, previous: _Solve | _Steps | None = None,
                  orientations: _Orientations | None = None) -> None:
         self.solver = solver
         self.orientations = orientations

@@ -1,0 +1,176 @@
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Spherical wrists: the last three joint axes of an arm meet in one point, the wrist centre.
+
+A full pose of such an arm splits in two (Pieper 1968): the tool's target pose puts the
+wrist centre at one point, which the joints above the wrist must reach (a position target
+for the arm without its wrist), and the wrist's three angles then turn the tool onto the
+target orientation in closed form (Paden-Kahan subproblems 2 and 1). Most industrial
+six-joint arms have such a wrist; the UR family does not (its wrist axes are offset).
+Units: metres, radians; rotations are row-major 9-tuples.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+from fabrik_ros.chain import Chain, Effector
+import numpy as np
+
+_TWO_PI = 2.0 * math.pi
+_PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
+_CENTRE_OFF = 1e-3      # of the tolerance: axes passing this close to one point meet there
+
+
+class WristSplit(NamedTuple):
+    """How a spherical-wrist arm's full pose splits (see module docstring)."""
+
+    arm: Chain                      # the joints above the wrist, tipped at the wrist centre
+    centre: tuple[float, float, float]  # metres, the wrist centre in the tool frame
+
+
+def split_at_wrist(chain: Chain, tolerance: float) -> WristSplit | None:
+    """
+    Return how a serial chain splits at a spherical wrist, or None if it has none.
+
+    A spherical wrist: the last three joints revolute, no two consecutive axes parallel,
+    all three passing within _CENTRE_OFF tolerances (metres) of one point, at least one
+    joint above them, no mimic joints, one effector on the last joint. The axes of two
+    joints in a row keep their relative place whatever the angles, so meeting at q = 0
+    they meet everywhere.
+    """
+    joints, n = chain.joints, len(chain.joints)
+    if len(chain.effectors) != 1 or chain.effectors[0].parent != n - 1 or n < 4 \
+            or chain.dof != n or any(joint.parent != index - 1
+                                     for index, joint in enumerate(joints)) \
+            or any(joint.prismatic for joint in joints[-3:]):
+        return None
+    zero = np.zeros(n)
+    kinematics = chain.forward(zero)
+    points, axes = kinematics.positions[-3:], kinematics.axes[-3:]
+    if max(abs(float(a @ b)) for a, b in zip(axes, axes[1:])) > 1.0 - _PARALLEL:
+        return None
+    # The point nearest the three axis lines (least squares), and its distance to each.
+    normals = [np.eye(3) - np.outer(axis, axis) for axis in axes]
+    centre = np.linalg.solve(sum(normals), sum(m @ p for m, p in zip(normals, points)))
+    if max(np.linalg.norm(m @ (centre - p)) for m, p in zip(normals, points)) \
+            > _CENTRE_OFF * tolerance:
+        return None
+    k = n - 3
+    rotation, origin = kinematics.rotations[k - 1], kinematics.positions[k - 1]
+    effector = chain.effectors[0]
+    arm = Chain(chain.base_link, joints[:k],
+                [Effector(f'{effector.name}_wrist_centre', k - 1, rotation.T @ (centre - origin))])
+    tool = chain.tip_pose(zero)
+    return WristSplit(arm, tuple((tool[:3, :3].T @ (centre - tool[:3, 3])).tolist()))
+
+
+def wrist_angles(axes: Sequence[tuple[float, float, float]], turn: Sequence[float],
+                 seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
+                 ) -> list[float] | None:
+    """
+    Return the angles t with exp(a1 t1) exp(a2 t2) exp(a3 t3) = turn, within the limits.
+
+    axes: three unit axes a1, a2, a3 through one point, in one frame, a1 and a2 not
+    parallel; turn: the rotation they must make there. Of the two solutions (the middle
+    joint bent either way) within the limits, each angle turned by whole turns where that
+    brings it inside them, the one nearest the seed; None if neither fits (or the turn is
+    beyond the wrist: axes not at right angles).
+    """
+    a1, a2, a3 = axes
+    # Subproblem 2: the turns about a1 and a2 that carry a3 (which a3's own turn leaves
+    # put) onto turn @ a3, through the point z: a2's turn takes a3 to z, a1's z to the goal.
+    goal = _apply(turn, a3)
+    cosine = _dot(a1, a2)
+    nx, ny, nz = normal = _cross(a1, a2)
+    denominator = cosine * cosine - 1.0
+    alpha = (cosine * _dot(a2, a3) - _dot(a1, goal)) / denominator
+    beta = (cosine * _dot(a1, goal) - _dot(a2, a3)) / denominator
+    square = (1.0 - alpha * alpha - beta * beta - 2.0 * alpha * beta * cosine) \
+        / _dot(normal, normal)
+    if square < -1e-9:
+        return None
+    # Any direction across a3, for a3's own turn (subproblem 1): where the turn takes it,
+    # turned back about a1 and a2.
+    across = _cross(a3, (1.0, 0.0, 0.0) if abs(a3[0]) < 0.9 else (0.0, 1.0, 0.0))
+    carried = _apply(turn, across)
+    middle = (alpha * a1[0] + beta * a2[0], alpha * a1[1] + beta * a2[1],
+              alpha * a1[2] + beta * a2[2])
+    gamma = math.sqrt(max(square, 0.0))
+    best, distance = None, math.inf
+    for side in ((gamma, -gamma) if gamma else (gamma,)):
+        z = (middle[0] + side * nx, middle[1] + side * ny, middle[2] + side * nz)
+        t1, t2 = _turn_angle(a1, z, goal), _turn_angle(a2, a3, z)
+        t3 = _turn_angle(a3, across, _turned(a2, -t2, _turned(a1, -t1, carried)))
+        angles = [_within(t1, seed[0], lower[0], upper[0]),
+                  _within(t2, seed[1], lower[1], upper[1]),
+                  _within(t3, seed[2], lower[2], upper[2])]
+        if None not in angles:
+            moved = (angles[0] - seed[0]) ** 2 + (angles[1] - seed[1]) ** 2 \
+                + (angles[2] - seed[2]) ** 2
+            if moved < distance:
+                best, distance = angles, moved
+    return best
+
+
+def _within(angle: float, seed: float, lower: float, upper: float) -> float | None:
+    """Return angle plus whole turns within [lower, upper], nearest the seed; None if none."""
+    nearest = seed + math.remainder(angle - seed, _TWO_PI)
+    if lower <= nearest <= upper:
+        return nearest
+    # The next nearest: a turn the other way from the seed.
+    other = nearest - _TWO_PI if nearest > seed else nearest + _TWO_PI
+    return other if lower <= other <= upper else None
+
+
+def _turn_angle(axis: Sequence[float], start: Sequence[float], end: Sequence[float]) -> float:
+    """Return the angle about a unit axis that turns start toward end (subproblem 1)."""
+    ax, ay, az = axis
+    along = ax * start[0] + ay * start[1] + az * start[2]
+    ux, uy, uz = start[0] - along * ax, start[1] - along * ay, start[2] - along * az
+    along = ax * end[0] + ay * end[1] + az * end[2]
+    vx, vy, vz = end[0] - along * ax, end[1] - along * ay, end[2] - along * az
+    return math.atan2(ax * (uy * vz - uz * vy) + ay * (uz * vx - ux * vz)
+                      + az * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz)
+
+
+def _turned(axis: Sequence[float], angle: float, v: Sequence[float]
+            ) -> tuple[float, float, float]:
+    """Return v turned by angle about a unit axis (Rodrigues)."""
+    ax, ay, az = axis
+    x, y, z = v
+    c, s = math.cos(angle), math.sin(angle)
+    along = (ax * x + ay * y + az * z) * (1.0 - c)
+    return (x * c + (ay * z - az * y) * s + ax * along,
+            y * c + (az * x - ax * z) * s + ay * along,
+            z * c + (ax * y - ay * x) * s + az * along)
+
+
+def _apply(m: Sequence[float], v: Sequence[float]) -> tuple[float, float, float]:
+    """Return the row-major 3x3 matrix m applied to v."""
+    return (m[0] * v[0] + m[1] * v[1] + m[2] * v[2], m[3] * v[0] + m[4] * v[1] + m[5] * v[2],
+            m[6] * v[0] + m[7] * v[1] + m[8] * v[2])
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    """Return the dot product of two 3-vectors."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _cross(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """Return the cross product of two 3-vectors."""
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])

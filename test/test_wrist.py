@@ -1,0 +1,200 @@
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Specification of spherical wrists: a full pose splits into the wrist centre and the wrist.
+
+Rotations are checked with numpy (chain.rotation_about_axis, Chain.tip_pose), independently
+of the closed form under test.
+"""
+
+import math
+
+from fabrik_ros.chain import (Chain, Effector, Joint, rotation_about_axis, rotation_from_rpy)
+from fabrik_ros.ik import IkResult, IkSolver
+from fabrik_ros.wrist import split_at_wrist, wrist_angles
+from hypothesis import given, settings, strategies as st
+import numpy as np
+import pytest
+from test_ik import (assert_within_limits, demo_arm, hypothesis_draws, plain_draws,
+                     pose_in_limits, random_pose, random_serial_chain, Real)
+from test_ik_orientation import (assert_errors_measured_by_forward_kinematics, offset_arm,
+                                 pose_target)
+
+EXACT = 1e-7    # radians: a closed-form orientation error is rounding (about the root of
+#                 the float epsilon where the wrist is straight: a singularity)
+
+
+def unit_vector(real: Real) -> np.ndarray:
+    """Return a random unit 3-vector."""
+    v = np.array([real(-1.0, 1.0) for _ in range(3)])
+    return v / np.linalg.norm(v) if np.linalg.norm(v) > 0.1 else np.array([0.0, 0.0, 1.0])
+
+
+def wrist_axes(real: Real) -> list[np.ndarray]:
+    """Return three random unit axes, no two in a row closer than 10 degrees to parallel."""
+    axes = [unit_vector(real)]
+    while len(axes) < 3:
+        axis = unit_vector(real)
+        if abs(axis @ axes[-1]) > math.cos(math.radians(10.0)):
+            axis = np.cross(axes[-1], [1.0, 0.0, 0.0] if abs(axes[-1][0]) < 0.9 else
+                            [0.0, 1.0, 0.0])
+            axis /= np.linalg.norm(axis)
+        axes.append(axis)
+    return axes
+
+
+def turn_of(axes: list[np.ndarray], angles) -> np.ndarray:
+    """Return exp(a1 t1) exp(a2 t2) exp(a3 t3)."""
+    turn = np.eye(3)
+    for axis, angle in zip(axes, angles):
+        turn = turn @ rotation_about_axis(axis, angle)
+    return turn
+
+
+def with_spherical_wrist(arm: Chain, real: Real, continuous: bool = True) -> Chain:
+    """
+    Return the arm with a random spherical wrist in place of its tool, and a random tool.
+
+    The second wrist joint sits on the first one's axis and the third has its axis through
+    the second's origin: all three axes meet there. Each wrist joint turns freely
+    (continuous) or over a random range of at least 2 rad.
+    """
+    joints = list(arm.joints)
+    k = len(joints)
+    axes = wrist_axes(real)
+    rotations = [rotation_from_rpy([real(-math.pi, math.pi) for _ in range(3)])
+                 for _ in range(3)]
+    offsets = [arm.effectors[0].offset, real(0.0, 0.2) * axes[0],
+               real(0.0, 0.2) * (rotations[2] @ axes[2])]
+    for index, (offset, rotation, axis) in enumerate(zip(offsets, rotations, axes)):
+        lower = -math.inf if continuous else real(-math.pi, -1.0)
+        upper = math.inf if continuous else real(1.0, math.pi)
+        joints.append(Joint(f'wrist_{index}', k + index - 1, offset, rotation, axis, lower,
+                            upper))
+    tool = Effector('tool', k + 2, np.array([real(-0.1, 0.1) for _ in range(3)]),
+                    rotation_from_rpy([real(-math.pi, math.pi) for _ in range(3)]))
+    return Chain(arm.base_link, joints, [tool])
+
+
+class TestWristAngles:
+    """The closed form turns the wrist onto any rotation it can make, within its limits."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.data())
+    def test_the_angles_make_the_turn(self, data):
+        real, _ = hypothesis_draws(data.draw)
+        axes = wrist_axes(real)
+        turn = turn_of(axes, [real(-math.pi, math.pi) for _ in range(3)])
+        seed = [real(-3.0, 3.0) for _ in range(3)]
+        lower, upper = [-math.inf] * 3, [math.inf] * 3
+        angles = wrist_angles([tuple(a) for a in axes], turn.ravel().tolist(), seed, lower,
+                              upper)
+        np.testing.assert_allclose(turn_of(axes, angles), turn, atol=EXACT)
+
+    def test_of_the_two_solutions_the_one_nearest_the_seed(self):
+        # A z-y-z wrist makes every turn both ways: (a, b, c) and (a + pi, -b, c + pi).
+        axes = [(0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)]
+        angles = [0.3, 0.8, -0.5]
+        turn = turn_of([np.array(a) for a in axes], angles).ravel().tolist()
+        wide = [-math.inf] * 3, [math.inf] * 3
+        assert wrist_angles(axes, turn, angles, *wide) == pytest.approx(angles)
+        flipped = [0.3 - math.pi, -0.8, -0.5 + math.pi]
+        assert wrist_angles(axes, turn, flipped, *wide) == pytest.approx(flipped)
+
+    def test_limits_pick_the_solution_within_them_or_refuse(self):
+        axes = [(0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)]
+        turn = turn_of([np.array(a) for a in axes], [0.3, 0.8, -0.5]).ravel().tolist()
+        seed = [0.0, 0.0, 0.0]
+        bent_back = wrist_angles(axes, turn, seed, [-4.0, -2.0, -4.0], [4.0, 0.0, 4.0])
+        assert bent_back == pytest.approx([0.3 - math.pi, -0.8, -0.5 + math.pi])
+        assert wrist_angles(axes, turn, seed, [-4.0, -0.5, -4.0], [4.0, 0.5, 4.0]) is None
+
+
+class TestSplit:
+    """Which arms split at a spherical wrist, and where its centre is."""
+
+    def test_the_demo_arm_splits_at_its_wrist_centre(self):
+        arm = demo_arm()
+        split = split_at_wrist(arm, 1e-4)
+        assert split is not None and split.arm.dof == 3
+        rng = np.random.default_rng(1)
+        for _ in range(20):
+            q = arm.clip(rng.uniform(-3.0, 3.0, arm.dof))
+            tool = arm.tip_pose(q)
+            # The centre is where the arm above the wrist puts it, whatever the wrist does.
+            np.testing.assert_allclose(tool[:3, :3] @ split.centre + tool[:3, 3],
+                                       split.arm.tip_position(q[:3]), atol=1e-12)
+
+    def test_offset_wrists_do_not_split(self):
+        assert split_at_wrist(offset_arm(), 1e-4) is None
+
+    def test_axes_missing_each_other_by_more_than_rounding_do_not_split(self):
+        real, integer = plain_draws(5)
+        chain = with_spherical_wrist(random_serial_chain(real, integer, max_joints=3), real)
+        joints = list(chain.joints)
+        last = joints[-1]
+        joints[-1] = Joint(last.name, last.parent, last.origin_xyz + [0.0, 1e-6, 1e-6],
+                           last.origin_rotation, last.axis, last.lower, last.upper)
+        assert split_at_wrist(chain, 1e-4) is not None
+        assert split_at_wrist(Chain(chain.base_link, joints, chain.effectors), 1e-4) is None
+
+
+def reached(chain: Chain, solver: IkSolver, q: np.ndarray, seed: np.ndarray | None = None
+            ) -> IkResult:
+    """Return the solve of FK(q)'s full pose, checked reached, in limits and measured by FK."""
+    position, xyzw, rotation = pose_target(chain, q)
+    result = solver.solve(position, seed, orientation=xyzw)
+    assert_within_limits(chain, result.q)
+    assert_errors_measured_by_forward_kinematics(chain, result, position, rotation, 'full')
+    assert result.reached
+    return result
+
+
+class TestSplitSolve:
+    """Full poses of spherical-wrist arms: the wrist sets the orientation exactly."""
+
+    def test_random_spherical_wrist_arms_reach_poses_with_the_orientation_exact(self):
+        # A rate on plain random samples: a centre the arm above the wrist misses within a
+        # few restarts hands the pose to the whole arm's solve (within the tolerances, not
+        # exact), which random arms of one to three joints need now and then.
+        real, integer = plain_draws(2011)
+        exact = 0
+        for _ in range(100):
+            chain = with_spherical_wrist(
+                random_serial_chain(real, integer, max_joints=3, narrow=False), real)
+            result = reached(chain, IkSolver(chain), random_pose(chain, real),
+                             random_pose(chain, real))
+            exact += result.orientation_error < EXACT
+        assert exact >= 90
+
+    def test_the_demo_arm_reaches_cold_poses_with_the_orientation_exact(self):
+        # Where its wrist's limits allow neither solution on the arm's branches (pitch within
+        # +-2.09 rad), the whole arm's solve takes the pose.
+        arm = demo_arm()
+        solver = IkSolver(arm)
+        rng = np.random.default_rng(8)
+        exact = sum(reached(arm, solver, pose_in_limits(arm, rng.uniform(size=arm.dof)))
+                    .orientation_error < EXACT for _ in range(60))
+        assert exact >= 55
+
+    def test_wrist_limits_that_fit_no_solution_leave_the_pose_to_the_whole_arm(self):
+        # A wrist pitch held at 0.5 rad: the closed form's angle is never exactly that.
+        arm = demo_arm()
+        lower, upper = arm.lower.copy(), arm.upper.copy()
+        lower[4] = upper[4] = 0.5
+        held = arm.with_limits(lower, upper)
+        result = reached(held, IkSolver(held),
+                         held.clip(np.array([0.4, 0.3, 1.0, 0.2, 0.5, -0.7])))
+        assert result.orientation_error > EXACT     # within the tolerance, by closing steps
