@@ -1670,9 +1670,11 @@ class IkSolver:
     wrist, like most industrial six-joint arms: fabrik_ros.wrist) splits a full pose in
     two: the joints above the wrist bring its centre where the target pose puts it (a
     position solve: FABRIK and closing steps), then the wrist turns the tool onto the
-    target orientation in closed form (exact, the solution nearest the seed). Where the
-    wrist's limits allow neither solution on the arm's branches tried, or the centre is
-    missed, the whole arm's solve takes over from the seed with the iterations left.
+    target orientation in closed form (exact, the solution nearest the seed), unless the
+    seed is within closing_radius (tracking keeps to closing steps, which move it on
+    continuously). Where the wrist's limits allow neither solution on the arm's branches
+    tried, or the centre is missed, the whole arm's solve takes over from the seed with
+    the iterations left.
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
@@ -2389,10 +2391,11 @@ class _Wrist:
     reaches it (a position solve of its own: FABRIK and closing steps on three joints of a
     six-joint arm), then the wrist turns the tool onto the target orientation in closed
     form, the solution nearest the seed. The tool's position error is then the centre's,
-    its orientation error rounding. Where the centre lies beyond the arm's reach or is
-    not reached within _WRIST_RESTARTS restarts, or the wrist's limits allow neither
-    solution on the arm's branches tried, the whole arm's solve takes over from the seed
-    (within what is left of max_iterations).
+    its orientation error rounding. Cold solves only: a seed within the closing radius
+    (tracking) is left to the whole arm's closing steps. Where the centre lies beyond the
+    arm's reach or is not reached within _WRIST_RESTARTS restarts, or the wrist's limits
+    allow neither solution on the arm's branches tried, the whole arm's solve takes over
+    from the seed (within what is left of max_iterations).
     """
 
     def __init__(self, solver: IkSolver, arm: IkSolver, centre: tuple[float, float, float],
@@ -2439,6 +2442,14 @@ class _Wrist:
         """
         solver, k = self.solver, self.k
         goal, rotation = targets[0], rotations[0]
+        distance = math.dist(goal, start.points[tree.effectors[0].point])
+        turned = orientations.squares(start)[0]
+        initial = max(distance, math.sqrt(turned))
+        if initial <= solver.closing_radius:
+            # Tracking: closing steps move the seed on continuously, where the exact wrist
+            # would swing about near its singularity (wrist straight: only the sum of the
+            # outer angles is set there).
+            return None, None
         x, y, z = _apply(rotation, self.centre)
         centre = goal[0] + x, goal[1] + y, goal[2] + z
         if math.dist(centre, self.anchor) > self.reach + solver.tolerance:
@@ -2468,13 +2479,11 @@ class _Wrist:
                        solver.clock() >= deadline)
         if angles is None:
             return None, spent
-        distance = math.dist(goal, start.points[tree.effectors[0].point])
-        turned = orientations.squares(start)[0]
         state = tree.sweep(q + angles, _ORIGIN)
         objective = math.dist(goal, state.points[tree.effectors[0].point]) ** 2 \
             + orientations.squares(state)[0]
         result = solver._result(state, tree, targets, rotations, _Steps(
-            *counts, max(distance, math.sqrt(turned)), arm.fabrik_error,
+            *counts, initial, arm.fabrik_error,
             [math.sqrt(distance * distance + turned), math.sqrt(objective)],
             [np.array(start.q), np.array(state.q)] if trace else None, False), orientations)
         return (result, None) if result.reached else (None, spent)
