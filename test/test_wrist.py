@@ -200,12 +200,12 @@ class TestSplitSolve:
         assert result.orientation_error > EXACT     # within the tolerance, by closing steps
 
     @pytest.mark.parametrize('seed, move', [
-        ([-1.124, -0.849, -0.059, -1.816, -0.018, -1.602], [0.047, 0.002, 0.043, 0.04, 0.023,
-                                                            -0.047]),
-        ([0.637, -0.82, -0.034, 0.963, 0.007, 0.893], [0.025, -0.035, 0.045, -0.011, 0.016,
-                                                       -0.026])])
-    def test_a_pose_tracked_near_the_wrist_singularity_moves_the_joints_little(self, seed,
-                                                                                move):
+        ([-1.124, -0.849, -0.059, -1.816, -0.018, -1.602],
+         [0.047, 0.002, 0.043, 0.04, 0.023, -0.047]),
+        ([0.637, -0.82, -0.034, 0.963, 0.007, 0.893],
+         [0.025, -0.035, 0.045, -0.011, 0.016, -0.026])])
+    def test_a_pose_tracked_near_the_wrist_singularity_moves_the_joints_little(
+            self, seed, move):
         # Wrist straight (pitch near 0), the closed form fixes little more than the sum of
         # the wrist roll and the tool roll, and swung them by up to 1.4 rad for these moves
         # of at most 0.05 rad a joint; the closing steps a tracking solve keeps to do not.
