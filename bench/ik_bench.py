@@ -48,7 +48,8 @@ urdf/offset_arm.urdf (a UR5-like arm, no joint offset along its links):
 
 The reference solvers come from bench/requirements.txt (bench-only); without them their
 rows are skipped with a note. In those comparisons every solver is timed by the CPU time of
-the whole process (TRAC-IK solves in threads of its own), solve call only.
+the whole process (TRAC-IK solves in threads of its own), solve call only, and the solvers
+take turns by blocks of 50 targets, so a slow spell of the machine slows them alike.
 
 Times are per solve in CPU time of the solving thread (other processes on a shared machine do
 not inflate it; wall-clock figures are in the JSON too): from a given seed the fastest of 3
@@ -84,6 +85,9 @@ REPEATS = 3             # timing runs per solve from a given seed; the fastest c
 # A tracking solve is timed once: seeded with the previous answer, it is what a node does;
 # run again, the seed is no longer the solver's last answer and it is another solve.
 TRACKING_REPEATS = 1
+BLOCK = 50              # targets one solver solves in a row before the next one's turn (see
+#                         pose_figures; one target each, TRAC-IK's C++ between two of ours
+#                         evicted our caches: our times rose 35-120 %)
 SEED = 2011             # FABRIK's year: fixed targets, comparable runs
 FRAME_US = 1e6 / 60.0   # one 60 Hz frame, microseconds: solves per frame = FRAME_US / median
 
@@ -547,43 +551,56 @@ def pose_errors(chain: Chain, q: np.ndarray, pose: np.ndarray) -> tuple[float, f
             float(np.arccos(np.clip(cosine, -1.0, 1.0))))
 
 
-def pose_figures(chain: Chain, solve: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+def pose_figures(chain: Chain, solves: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray],
+                                                          np.ndarray]],
                  poses: np.ndarray, seeds: np.ndarray | None, full: bool,
-                 start: np.ndarray | None = None) -> dict[str, Any]:
+                 start: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
     """
-    Solve FK poses (n, 4, 4) with solve(position, quaternion, seed) -> q; return figures.
+    Solve FK poses (n, 4, 4) with each solve(position, quaternion, seed) -> q; return figures.
 
-    Success and time figures; the poses are turned into the solvers' input (a position and
-    a quaternion x, y, z, w, as a ROS Pose carries them) before the timing. seeds None: each
-    solve is seeded with the previous answer (tracking; the first with `start`); full:
-    success needs the orientation too, else the position only.
+    Per solver, success and time figures; the poses are turned into the solvers' input (a
+    position and a quaternion x, y, z, w, as a ROS Pose carries them) before the timing.
+    seeds None: each solve is seeded with the solver's previous answer (tracking; the first
+    with `start`); full: success needs the orientation too, else the position only. The
+    solvers take turns by blocks of BLOCK targets, the order reversed every round, so the
+    machine's slow spells fall on all of them alike and their ratios hold.
     """
-    times, positions, angles, jumps, violations = [], [], [], [], []
-    q = start
-    for index, pose in enumerate(poses):
-        seed = seeds[index] if seeds is not None else q
-        target, quaternion = pose[:3, 3].copy(), quaternion_from_rotation(pose[:3, :3])
-        answer, micros = process_timed(lambda: solve(target, quaternion, seed),
-                                       REPEATS if seeds is not None else TRACKING_REPEATS)
-        answer = np.asarray(answer, dtype=float)
-        times.append(micros)
-        position, angle = pose_errors(chain, answer, pose)
-        positions.append(position)
-        angles.append(angle if full else 0.0)
-        violations.append(limit_violation(chain, answer))
+    records = {label: ([], [], [], [], []) for label in solves}  # times, positions, angles,
+    #                                                              jumps, limit violations
+    last = dict.fromkeys(solves, start)
+    order = list(solves)
+    for first in range(0, len(poses), BLOCK):
+        for label in order:
+            times, positions, angles, jumps, violations = records[label]
+            for index in range(first, min(first + BLOCK, len(poses))):
+                pose, q = poses[index], last[label]
+                seed = seeds[index] if seeds is not None else q
+                target, quaternion = pose[:3, 3].copy(), quaternion_from_rotation(pose[:3, :3])
+                answer, micros = process_timed(lambda: solves[label](target, quaternion, seed),
+                                               REPEATS if seeds is not None
+                                               else TRACKING_REPEATS)
+                answer = np.asarray(answer, dtype=float)
+                times.append(micros)
+                position, angle = pose_errors(chain, answer, pose)
+                positions.append(position)
+                angles.append(angle if full else 0.0)
+                violations.append(limit_violation(chain, answer))
+                if seeds is None:
+                    jumps.append(float(np.max(np.abs(answer - q))))
+                    last[label] = answer
+        order.reverse()
+    figures = {}
+    for label, (times, positions, angles, jumps, violations) in records.items():
+        positions, angles = np.array(positions), np.array(angles)
+        figures[label] = {
+            'targets': len(poses),
+            'success_rate': float(np.mean((positions <= SUCCESS_M) & (angles <= SUCCESS_RAD))),
+            'fine_success_rate': float(np.mean((positions <= FINE_M) & (angles <= FINE_RAD))),
+            'median_us': float(np.median(times)), 'p95_us': float(np.percentile(times, 95)),
+            'max_limit_violation_rad': float(max(violations)),
+        }
         if seeds is None:
-            jumps.append(float(np.max(np.abs(answer - q))))
-            q = answer
-    positions, angles = np.array(positions), np.array(angles)
-    figures = {
-        'targets': len(poses),
-        'success_rate': float(np.mean((positions <= SUCCESS_M) & (angles <= SUCCESS_RAD))),
-        'fine_success_rate': float(np.mean((positions <= FINE_M) & (angles <= FINE_RAD))),
-        'median_us': float(np.median(times)), 'p95_us': float(np.percentile(times, 95)),
-        'max_limit_violation_rad': float(max(violations)),
-    }
-    if seeds is None:
-        figures['largest_joint_jump_rad'] = float(max(jumps))
+            figures[label]['largest_joint_jump_rad'] = float(max(jumps))
     return figures
 
 
@@ -619,21 +636,21 @@ def against_references(name: str, chain: Chain, count: int, steps: int) -> dict[
     def fabrik_position(position, quaternion, seed):
         return solver.solve(position, seed).q
 
-    def run(solve, full):
+    def run(solves, full):
         # Tracking starts at the path's first pose, as a node that was there already.
-        return {'from_neutral': pose_figures(chain, solve, poses, neutral, full),
-                'tracking': pose_figures(chain, solve, path[1:], None, full, path_q[0])}
+        cold = pose_figures(chain, solves, poses, neutral, full)
+        tracked = pose_figures(chain, solves, path[1:], None, full, path_q[0])
+        return {label: {'from_neutral': cold[label], 'tracking': tracked[label]}
+                for label in solves}
 
-    results: dict[str, Any] = {'notes': notes, 'full_pose': {}, 'position_only': {}}
-    results['full_pose']['fabrik_ros'] = run(fabrik_pose, True)
-    results['position_only']['fabrik_ros'] = run(fabrik_position, False)
+    full_pose, position_only = {'fabrik_ros': fabrik_pose}, {'fabrik_ros': fabrik_position}
     for label, ref in found.items():
         if isinstance(ref, TracIk):
-            results['full_pose'][label] = run(ref.solve, True)
-            results['position_only'][f'{label} (full pose of the targets)'] = run(
-                ref.solve, False)
+            full_pose[label] = position_only[f'{label} (full pose of the targets)'] = ref.solve
         else:
-            results['position_only'][label] = run(ref.solve, False)
+            position_only[label] = ref.solve
+    results: dict[str, Any] = {'notes': notes, 'full_pose': run(full_pose, True),
+                               'position_only': run(position_only, False)}
     for kind in ('full_pose', 'position_only'):
         ours = results[kind]['fabrik_ros']
         for label, theirs in results[kind].items():
