@@ -60,7 +60,7 @@ import time
 from typing import NamedTuple, Sequence
 
 from fabrik_ros.chain import Chain, Effector, rotation_tuple
-from fabrik_ros.wrist import split_at_wrist, wrist_angles
+from fabrik_ros.wrist import split_at_wrist, wrist_angles, wrist_pointing
 import numpy as np
 
 ROOT_MODES = ('pinned', 'free')
@@ -1794,7 +1794,7 @@ class IkSolver:
         seeds[1::2] = np.where(corners == 0, low, np.where(corners == 1, high, seeds))[1::2]
         self._restart_seeds = seeds.tolist()
         self._wrist = _Wrist.of(self, max_restarts) \
-            if self._trackable and self.orientation_modes == ('full',) else None
+            if self._trackable and self.orientation_modes != ('position',) else None
 
     # ------------------------------------------------------------------ input
 
@@ -2385,13 +2385,15 @@ class _Steps(NamedTuple):
 
 class _Wrist:
     """
-    The split solve of a full pose for an arm with a spherical wrist (fabrik_ros.wrist).
+    The split solve of a pose for an arm with a spherical wrist (fabrik_ros.wrist).
 
     The tool's target pose puts the wrist centre at one point: the arm above the wrist
     reaches it (a position solve of its own: FABRIK and closing steps on three joints of a
     six-joint arm), then the wrist turns the tool onto the target orientation in closed
-    form, the solution nearest the seed. The tool's position error is then the centre's,
-    its orientation error rounding. Cold solves only: a seed within the closing radius
+    form, the solution nearest the seed ('full'), or points the tool axis along the
+    target's with the last wrist joint at its seed ('axis': where the centre lies on the
+    tool axis, which then fixes it). The tool's position error is then the centre's, its
+    orientation error rounding. Cold solves only: a seed within the closing radius
     (tracking) is left to the whole arm's closing steps. Where the centre lies beyond the
     arm's reach or is not reached within _WRIST_RESTARTS restarts, or the wrist's limits
     allow neither solution on the arm's branches tried, the whole arm's solve takes over
@@ -2406,6 +2408,10 @@ class _Wrist:
         self.axes = axes            # the wrist's axes in the canonical frame of the joint
         #                             above it, wrist at zero
         self.zero = zero            # the tool frame in that frame, wrist at zero
+        # A pointed tool ('axis'): its axis in the tool frame and in that frame.
+        self.tool_axis = solver.tool_axes[0] if solver.orientation_modes[0] == 'axis' \
+            else None
+        self.along = _apply(zero, self.tool_axis) if self.tool_axis else None
         self.k = arm.chain.dof      # the wrist's first joint
         self.branches = arm._restart_seeds[:_WRIST_BRANCHES]  # seeds of other arm branches
         effector = arm._tree.effectors[0]
@@ -2416,7 +2422,9 @@ class _Wrist:
     @classmethod
     def of(cls, solver: IkSolver, max_restarts: int) -> _Wrist | None:
         """Return the split solve for the solver's chain, None if it has no such wrist."""
-        split = split_at_wrist(solver.chain, solver.tolerance)
+        split = split_at_wrist(solver.chain, solver.tolerance,
+                               solver.tool_axes[0] if solver.orientation_modes[0] == 'axis'
+                               else None)
         if split is None:
             return None
         arm = IkSolver(split.arm, solver.tolerance, solver.max_iterations, fit=solver.fit,
@@ -2450,11 +2458,15 @@ class _Wrist:
             # would swing about near its singularity (wrist straight: only the sum of the
             # outer angles is set there).
             return None, None
+        # The centre lies on the tool axis when pointing, where any roll puts it alike.
         x, y, z = _apply(rotation, self.centre)
         centre = goal[0] + x, goal[1] + y, goal[2] + z
         if math.dist(centre, self.anchor) > self.reach + solver.tolerance:
             return None, None
-        turn = _turn(rotation, self.zero)
+        if self.tool_axis is None:
+            turn = _turn(rotation, self.zero)
+        else:
+            toward = _apply(rotation, self.tool_axis)
         counts, angles = [0, 0, 0], None
         # From the seed's branch, then from others where the wrist's limits rule it out.
         for attempt, seed in enumerate([start.q[:k]] + self.branches):
@@ -2469,9 +2481,12 @@ class _Wrist:
             if not arm.reached:
                 break
             q = arm.q.tolist()
-            above = tree.sweep(q + start.q[k:], _ORIGIN).frames[k - 1]  # the wrist leaves it
-            angles = wrist_angles(self.axes, _product(_transposed(above), turn), start.q[k:],
-                                  self.lower, self.upper)
+            above = _transposed(tree.sweep(q + start.q[k:], _ORIGIN).frames[k - 1])
+            #       (the frame of the joint above the wrist, which the wrist leaves put)
+            angles = wrist_angles(self.axes, _product(above, turn), start.q[k:], self.lower,
+                                  self.upper) if self.tool_axis is None else wrist_pointing(
+                self.axes, self.along, _apply(above, toward), start.q[k:], self.lower,
+                self.upper)
             if angles is not None:
                 break
         # The whole arm's solve goes on with the iterations left, and its own restarts.

@@ -43,7 +43,8 @@ class WristSplit(NamedTuple):
     centre: tuple[float, float, float]  # metres, the wrist centre in the tool frame
 
 
-def split_at_wrist(chain: Chain, tolerance: float) -> WristSplit | None:
+def split_at_wrist(chain: Chain, tolerance: float,
+                   tool_axis: Sequence[float] | None = None) -> WristSplit | None:
     """
     Return how a serial chain splits at a spherical wrist, or None if it has none.
 
@@ -51,7 +52,9 @@ def split_at_wrist(chain: Chain, tolerance: float) -> WristSplit | None:
     all three passing within _CENTRE_OFF tolerances (metres) of one point, at least one
     joint above them, no mimic joints, one effector on the last joint. The axes of two
     joints in a row keep their relative place whatever the angles, so meeting at q = 0
-    they meet everywhere.
+    they meet everywhere. tool_axis (unit, tool frame): for a tool pointed along a target
+    axis with its roll free, which fixes the centre only where it lies on that axis (within
+    the same distance); None when it does not.
     """
     joints, n = chain.joints, len(chain.joints)
     if len(chain.effectors) != 1 or chain.effectors[0].parent != n - 1 or n < 4 \
@@ -76,7 +79,11 @@ def split_at_wrist(chain: Chain, tolerance: float) -> WristSplit | None:
     arm = Chain(chain.base_link, joints[:k],
                 [Effector(f'{effector.name}_wrist_centre', k - 1, rotation.T @ (centre - origin))])
     tool = chain.tip_pose(zero)
-    return WristSplit(arm, tuple((tool[:3, :3].T @ (centre - tool[:3, 3])).tolist()))
+    local = tool[:3, :3].T @ (centre - tool[:3, 3])
+    if tool_axis is not None and np.linalg.norm(np.cross(local, tool_axis)) \
+            > _CENTRE_OFF * tolerance:
+        return None
+    return WristSplit(arm, tuple(local.tolist()))
 
 
 def wrist_angles(axes: Sequence[tuple[float, float, float]], turn: Sequence[float],
@@ -92,39 +99,73 @@ def wrist_angles(axes: Sequence[tuple[float, float, float]], turn: Sequence[floa
     beyond the wrist: axes not at right angles).
     """
     a1, a2, a3 = axes
-    # Subproblem 2: the turns about a1 and a2 that carry a3 (which a3's own turn leaves
-    # put) onto turn @ a3, through the point z: a2's turn takes a3 to z, a1's z to the goal.
-    goal = _apply(turn, a3)
+    # a3's own turn leaves a3 put: a1's and a2's carry it onto turn @ a3 (subproblem 2),
+    # then a3's turns any direction across it the rest of the way (subproblem 1), which is
+    # turn @ across turned back about a1 and a2.
+    across = _cross(a3, (1.0, 0.0, 0.0) if abs(a3[0]) < 0.9 else (0.0, 1.0, 0.0))
+    carried = _apply(turn, across)
+    best, distance = None, math.inf
+    for t1, t2 in _carry(a1, a2, a3, _apply(turn, a3)):
+        t3 = _turn_angle(a3, across, _turned(a2, -t2, _turned(a1, -t1, carried)))
+        best, distance = _nearer((t1, t2, t3), seed, lower, upper, best, distance)
+    return best
+
+
+def wrist_pointing(axes: Sequence[tuple[float, float, float]], along: Sequence[float],
+                   toward: Sequence[float], seed: Sequence[float], lower: Sequence[float],
+                   upper: Sequence[float]) -> list[float] | None:
+    """
+    Return wrist angles that turn the direction `along` onto `toward`, the last at its seed.
+
+    A tool axis pointed with its roll free: the third joint keeps its seed angle (its turn
+    is the roll when `along` lies on a3), the first two carry the direction there
+    (subproblem 2), the solution nearest the seed within the limits; None if neither fits.
+    axes, seed, limits: as wrist_angles; along, toward: unit directions in the axes' frame.
+    """
+    a1, a2, a3 = axes
+    t3 = seed[2]
+    best, distance = None, math.inf
+    for t1, t2 in _carry(a1, a2, _turned(a3, t3, along), toward):
+        best, distance = _nearer((t1, t2, t3), seed, lower, upper, best, distance)
+    return best
+
+
+def _carry(a1: Sequence[float], a2: Sequence[float], p: Sequence[float], q: Sequence[float]
+           ) -> list[tuple[float, float]]:
+    """
+    Return the angle pairs (t1, t2) with exp(a1 t1) exp(a2 t2) p = q (Paden-Kahan 2).
+
+    a1, a2: unit axes through one point, not parallel; p, q: unit directions. a2's turn
+    takes p to a point z, a1's takes z to q: none, one or two of them.
+    """
     cosine = _dot(a1, a2)
     nx, ny, nz = normal = _cross(a1, a2)
     denominator = cosine * cosine - 1.0
-    alpha = (cosine * _dot(a2, a3) - _dot(a1, goal)) / denominator
-    beta = (cosine * _dot(a1, goal) - _dot(a2, a3)) / denominator
+    alpha = (cosine * _dot(a2, p) - _dot(a1, q)) / denominator
+    beta = (cosine * _dot(a1, q) - _dot(a2, p)) / denominator
     square = (1.0 - alpha * alpha - beta * beta - 2.0 * alpha * beta * cosine) \
         / _dot(normal, normal)
     if square < -1e-9:
-        return None
-    # Any direction across a3, for a3's own turn (subproblem 1): where the turn takes it,
-    # turned back about a1 and a2.
-    across = _cross(a3, (1.0, 0.0, 0.0) if abs(a3[0]) < 0.9 else (0.0, 1.0, 0.0))
-    carried = _apply(turn, across)
+        return []
+    gamma = math.sqrt(max(square, 0.0))
     middle = (alpha * a1[0] + beta * a2[0], alpha * a1[1] + beta * a2[1],
               alpha * a1[2] + beta * a2[2])
-    gamma = math.sqrt(max(square, 0.0))
-    best, distance = None, math.inf
+    pairs = []
     for side in ((gamma, -gamma) if gamma else (gamma,)):
         z = (middle[0] + side * nx, middle[1] + side * ny, middle[2] + side * nz)
-        t1, t2 = _turn_angle(a1, z, goal), _turn_angle(a2, a3, z)
-        t3 = _turn_angle(a3, across, _turned(a2, -t2, _turned(a1, -t1, carried)))
-        angles = [_within(t1, seed[0], lower[0], upper[0]),
-                  _within(t2, seed[1], lower[1], upper[1]),
-                  _within(t3, seed[2], lower[2], upper[2])]
-        if None not in angles:
-            moved = (angles[0] - seed[0]) ** 2 + (angles[1] - seed[1]) ** 2 \
-                + (angles[2] - seed[2]) ** 2
-            if moved < distance:
-                best, distance = angles, moved
-    return best
+        pairs.append((_turn_angle(a1, z, q), _turn_angle(a2, p, z)))
+    return pairs
+
+
+def _nearer(angles: Sequence[float], seed: Sequence[float], lower: Sequence[float],
+            upper: Sequence[float], best: list[float] | None, distance: float
+            ) -> tuple[list[float] | None, float]:
+    """Return the angles (whole turns added to fit the limits) if nearer the seed than best."""
+    fitted = [_within(t, s, lo, hi) for t, s, lo, hi in zip(angles, seed, lower, upper)]
+    if None in fitted:
+        return best, distance
+    moved = sum((t - s) ** 2 for t, s in zip(fitted, seed))
+    return (fitted, moved) if moved < distance else (best, distance)
 
 
 def _within(angle: float, seed: float, lower: float, upper: float) -> float | None:

@@ -23,7 +23,7 @@ import math
 
 from fabrik_ros.chain import (Chain, Effector, Joint, rotation_about_axis, rotation_from_rpy)
 from fabrik_ros.ik import IkResult, IkSolver
-from fabrik_ros.wrist import split_at_wrist, wrist_angles
+from fabrik_ros.wrist import split_at_wrist, wrist_angles, wrist_pointing
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
@@ -103,6 +103,20 @@ class TestWristAngles:
                               upper)
         np.testing.assert_allclose(turn_of(axes, angles), turn, atol=EXACT)
 
+    @settings(max_examples=200, deadline=None)
+    @given(st.data())
+    def test_pointing_carries_the_direction_and_keeps_the_last_angle(self, data):
+        real, _ = hypothesis_draws(data.draw)
+        axes = wrist_axes(real)
+        along = unit_vector(real)
+        angles = [real(-math.pi, math.pi) for _ in range(3)]
+        toward = turn_of(axes, angles) @ along
+        seed = [real(-3.0, 3.0), real(-3.0, 3.0), angles[2]]
+        pointed = wrist_pointing([tuple(a) for a in axes], tuple(along), tuple(toward), seed,
+                                 [-math.inf] * 3, [math.inf] * 3)
+        np.testing.assert_allclose(turn_of(axes, pointed) @ along, toward, atol=EXACT)
+        assert pointed[2] == seed[2]
+
     def test_of_the_two_solutions_the_one_nearest_the_seed(self):
         # A z-y-z wrist makes every turn both ways: (a, b, c) and (a + pi, -b, c + pi).
         axes = [(0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)]
@@ -137,6 +151,11 @@ class TestSplit:
             np.testing.assert_allclose(tool[:3, :3] @ split.centre + tool[:3, 3],
                                        split.arm.tip_position(q[:3]), atol=1e-12)
 
+    def test_a_pointed_tool_splits_where_the_centre_lies_on_its_axis(self):
+        # The demo arm's tool sits on its roll axis, which passes through the centre.
+        assert split_at_wrist(demo_arm(), 1e-4, (0.0, 0.0, 1.0)) is not None
+        assert split_at_wrist(demo_arm(), 1e-4, (1.0, 0.0, 0.0)) is None
+
     def test_offset_wrists_do_not_split(self):
         assert split_at_wrist(offset_arm(), 1e-4) is None
 
@@ -151,13 +170,13 @@ class TestSplit:
         assert split_at_wrist(Chain(chain.base_link, joints, chain.effectors), 1e-4) is None
 
 
-def reached(chain: Chain, solver: IkSolver, q: np.ndarray, seed: np.ndarray | None = None
-            ) -> IkResult:
-    """Return the solve of FK(q)'s full pose, checked reached, in limits and measured by FK."""
+def reached(chain: Chain, solver: IkSolver, q: np.ndarray, seed: np.ndarray | None = None,
+            mode: str = 'full') -> IkResult:
+    """Return the solve of FK(q)'s pose, checked reached, in limits and measured by FK."""
     position, xyzw, rotation = pose_target(chain, q)
     result = solver.solve(position, seed, orientation=xyzw)
     assert_within_limits(chain, result.q)
-    assert_errors_measured_by_forward_kinematics(chain, result, position, rotation, 'full')
+    assert_errors_measured_by_forward_kinematics(chain, result, position, rotation, mode)
     assert result.reached
     return result
 
@@ -187,6 +206,14 @@ class TestSplitSolve:
         rng = np.random.default_rng(8)
         exact = sum(reached(arm, solver, pose_in_limits(arm, rng.uniform(size=arm.dof)))
                     .orientation_error < EXACT for _ in range(60))
+        assert exact >= 55
+
+    def test_the_demo_arm_points_its_tool_exactly_from_cold(self):
+        arm = demo_arm()
+        solver = IkSolver(arm, orientation_mode='axis')
+        rng = np.random.default_rng(9)
+        exact = sum(reached(arm, solver, pose_in_limits(arm, rng.uniform(size=arm.dof)),
+                            mode='axis').orientation_error < EXACT for _ in range(60))
         assert exact >= 55
 
     def test_wrist_limits_that_fit_no_solution_leave_the_pose_to_the_whole_arm(self):
