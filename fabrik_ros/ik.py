@@ -1667,14 +1667,15 @@ class IkSolver:
     orientation solve treats the effectors as one group, and with unreachable_after
     'auto' it tries every restart seed (an oriented tool has little redundancy).
     A serial arm whose last three joints turn about axes through one point (a spherical
-    wrist, like most industrial six-joint arms: fabrik_ros.wrist) splits a full pose in
-    two: the joints above the wrist bring its centre where the target pose puts it (a
-    position solve: FABRIK and closing steps), then the wrist turns the tool onto the
-    target orientation in closed form (exact, the solution nearest the seed), unless the
-    seed is within closing_radius (tracking keeps to closing steps, which move it on
-    continuously). Where the wrist's limits allow neither solution on the arm's branches
-    tried, or the centre is missed, the whole arm's solve takes over from the seed with
-    the iterations left.
+    wrist, like most industrial six-joint arms: fabrik_ros.wrist) splits a full pose in two:
+    the joints above the wrist bring its centre where the target pose puts it (a position
+    solve: FABRIK and closing steps), then the wrist turns the tool onto the target
+    orientation in closed form (exact, the solution nearest the seed; in 'axis' mode, where
+    the centre lies on the tool axis, it points that axis, the last wrist joint at its seed
+    angle), unless the seed is within closing_radius (tracking keeps to closing steps, which
+    move it on continuously). Where the wrist's limits allow neither solution on the arm's
+    branches tried, or the centre is missed, the whole arm's solve takes over from the seed
+    with the iterations left.
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
