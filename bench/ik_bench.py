@@ -49,7 +49,7 @@ urdf/offset_arm.urdf (a UR5-like arm, no joint offset along its links):
 The reference solvers come from bench/requirements.txt (bench-only); without them their
 rows are skipped with a note. In those comparisons every solver is timed by the CPU time of
 the whole process (TRAC-IK solves in threads of its own), solve call only, and the solvers
-take turns by blocks of 50 targets, so a slow spell of the machine slows them alike.
+take turns by blocks of 250 targets, so a slow spell of the machine slows them alike.
 
 Times are per solve in CPU time of the solving thread (other processes on a shared machine do
 not inflate it; wall-clock figures are in the JSON too): from a given seed the fastest of 3
@@ -85,9 +85,9 @@ REPEATS = 3             # timing runs per solve from a given seed; the fastest c
 # A tracking solve is timed once: seeded with the previous answer, it is what a node does;
 # run again, the seed is no longer the solver's last answer and it is another solve.
 TRACKING_REPEATS = 1
-BLOCK = 50              # targets one solver solves in a row before the next one's turn (see
-#                         pose_figures; one target each, TRAC-IK's C++ between two of ours
-#                         evicted our caches: our times rose 35-120 %)
+BLOCK = 250             # targets one solver solves in a row before the next one's turn (see
+#                         pose_figures): switching evicts the Python solver's caches (one
+#                         target each: our times rose 35-120 %; 50: 20-60 %)
 SEED = 2011             # FABRIK's year: fixed targets, comparable runs
 FRAME_US = 1e6 / 60.0   # one 60 Hz frame, microseconds: solves per frame = FRAME_US / median
 
