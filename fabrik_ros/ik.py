@@ -2398,7 +2398,7 @@ class _Wrist:
     (tracking) is left to the whole arm's closing steps. Where the centre lies beyond the
     arm's reach or is not reached within _WRIST_RESTARTS restarts, or the wrist's limits
     allow neither solution on the arm's branches tried, the whole arm's solve takes over
-    from the seed (within what is left of max_iterations).
+    from the seed with what is left of max_iterations (the split takes at most half).
     """
 
     def __init__(self, solver: IkSolver, arm: IkSolver, centre: tuple[float, float, float],
@@ -2471,11 +2471,13 @@ class _Wrist:
         counts, angles = [0, 0, 0], None
         # From the seed's branch, then from others where the wrist's limits rule it out.
         for attempt, seed in enumerate([start.q[:k]] + self.branches):
+            # At most half the iterations, so that the whole arm's solve keeps the rest.
+            self.arm.max_iterations = solver.max_iterations // 2 - counts[0] - counts[1]
             budget = None
             if deadline < math.inf:
                 budget = deadline - solver.clock()
-                if budget <= 0.0:
-                    break
+            if self.arm.max_iterations < 1 or budget is not None and budget <= 0.0:
+                break
             arm = self.arm.solve(centre, seed, timeout=budget)
             counts = [counts[0] + arm.fabrik_iterations, counts[1] + arm.closing_steps,
                       counts[2] + arm.restarts + (attempt > 0)]

@@ -226,6 +226,24 @@ class TestSplitSolve:
                          held.clip(np.array([0.4, 0.3, 1.0, 0.2, 0.5, -0.7])))
         assert result.orientation_error > EXACT     # within the tolerance, by closing steps
 
+    def test_a_tight_iteration_cap_leaves_the_whole_arm_its_share(self):
+        # A wrist pitch held at 0.5 rad sends every pose on to the whole arm's solve. Within
+        # 20 iterations it reaches 10 of these 40 poses; were the split's attempts allowed
+        # all 20, 3.
+        arm = demo_arm()
+        lower, upper = arm.lower.copy(), arm.upper.copy()
+        lower[4] = upper[4] = 0.5
+        held = arm.with_limits(lower, upper)
+        solver = IkSolver(held, max_iterations=20)
+        rng = np.random.default_rng(1)
+        reached_poses = 0
+        for _ in range(40):
+            position, xyzw, _ = pose_target(held, pose_in_limits(held, rng.uniform(size=6)))
+            result = solver.solve(position, orientation=xyzw)
+            assert result.iterations <= 20
+            reached_poses += result.reached
+        assert reached_poses >= 8
+
     @pytest.mark.parametrize('seed, move', [
         ([-1.124, -0.849, -0.059, -1.816, -0.018, -1.602],
          [0.047, 0.002, 0.043, 0.04, 0.023, -0.047]),
