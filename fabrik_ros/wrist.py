@@ -18,8 +18,9 @@ Spherical wrists: the last three joint axes of an arm meet in one point, the wri
 A full pose of such an arm splits in two (Pieper 1968): the tool's target pose puts the
 wrist centre at one point, which the joints above the wrist must reach (a position target
 for the arm without its wrist), and the wrist's three angles then turn the tool onto the
-target orientation in closed form (Paden-Kahan subproblems 2 and 1). Most industrial
-six-joint arms have such a wrist; the UR family does not (its wrist axes are offset).
+target orientation in closed form (Paden-Kahan subproblems 2 and 1), or point its axis
+where the roll is free. Most industrial six-joint arms have such a wrist; the UR family does
+not (its wrist axes are offset).
 Units: metres, radians; rotations are row-major 9-tuples.
 """
 
