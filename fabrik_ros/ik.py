@@ -60,7 +60,8 @@ import time
 from typing import NamedTuple, Sequence
 
 from fabrik_ros.chain import Chain, Effector, rotation_tuple
-from fabrik_ros.wrist import split_at_wrist, wrist_angles, wrist_pointing
+from fabrik_ros.wrist import (offset_wrist, offset_wrist_angles, OffsetWrist,
+                              split_at_wrist, wrist_angles, wrist_pointing)
 import numpy as np
 
 ROOT_MODES = ('pinned', 'free')
@@ -1675,7 +1676,8 @@ class IkSolver:
     angle), unless the seed is within closing_radius (tracking keeps to closing steps, which
     move it on continuously). Where the wrist's limits allow neither solution on the arm's
     branches tried, or the centre is missed, the whole arm's solve takes over from the seed
-    with the iterations left.
+    with the iterations left. An arm of the UR family (three parallel joints, an offset
+    wrist) takes cold full poses in closed form, the solution nearest the seed of its eight.
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
@@ -1794,7 +1796,7 @@ class IkSolver:
         corners = rng.choice(3, size=seeds.shape)
         seeds[1::2] = np.where(corners == 0, low, np.where(corners == 1, high, seeds))[1::2]
         self._restart_seeds = seeds.tolist()
-        self._wrist = _Wrist.of(self, max_restarts) \
+        self._split = _Split.of(self, max_restarts) \
             if self._trackable and self.orientation_modes != ('position',) else None
 
     # ------------------------------------------------------------------ input
@@ -2006,9 +2008,9 @@ class IkSolver:
             tracked = self._track(tree, start, targets, rotations, orientations, deadline)
             if tracked is not None:
                 return tracked
-        spent = None    # what a spherical wrist's split solve spent before handing over
-        if self._wrist is not None and orientations is not None:
-            split, spent = self._wrist.solve(tree, start, targets, rotations, orientations,
+        spent = None    # what a wrist's split solve spent before handing over (_Split)
+        if self._split is not None and orientations is not None:
+            split, spent = self._split.solve(tree, start, targets, rotations, orientations,
                                              deadline, trace)
             if split is not None:
                 return split
@@ -2384,9 +2386,71 @@ class _Steps(NamedTuple):
     timed_out: bool
 
 
-class _Wrist:
+class _Split:
     """
-    The split solve of a pose for an arm with a spherical wrist (fabrik_ros.wrist).
+    A cold pose of an arm whose wrist gives it a closed form, or part of one.
+
+    Subclasses find the joint angles (pose_angles); this answers with them, for cold solves
+    only: a seed within the closing radius (tracking) is left to the closing steps, which
+    move it on continuously where an exact wrist would swing about near its singularity
+    (the wrist straight: only the sum of its outer angles is set there). Where pose_angles
+    finds none, or its answer misses, the whole arm's solve takes over from the seed.
+    """
+
+    def __init__(self, solver: IkSolver) -> None:
+        self.solver = solver
+        self.lower, self.upper = solver._lower, solver._upper
+
+    @staticmethod
+    def of(solver: IkSolver, max_restarts: int) -> _Split | None:
+        """Return the split for the solver's chain and mode, None if it has none."""
+        return _Wrist.of(solver, max_restarts) or _OffsetWrist.of(solver)
+
+    def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                    rotation: tuple[float, ...], deadline: float
+                    ) -> tuple[list[float] | None, list[int], float]:
+        """
+        Return joint angles for the pose (None if none), what they took and FABRIK's error.
+
+        What they took: [FABRIK iterations, closing steps, restarts]; FABRIK's error: metres
+        after its stage (NaN where there was none).
+        """
+        raise NotImplementedError
+
+    def solve(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
+              rotations: list[tuple[float, ...]], orientations: _Orientations,
+              deadline: float, trace: bool) -> tuple[IkResult | None, _Steps | None]:
+        """
+        Return the answer and None, or None and what the attempt spent (None: nothing).
+
+        The answer logs the seed and itself (history, trace).
+        """
+        solver = self.solver
+        goal, rotation = targets[0], rotations[0]
+        distance = math.dist(goal, start.points[tree.effectors[0].point])
+        turned = orientations.squares(start)[0]
+        initial = max(distance, math.sqrt(turned))
+        if initial <= solver.closing_radius:
+            return None, None
+        q, counts, fabrik_error = self.pose_angles(tree, start, goal, rotation, deadline)
+        # The whole arm's solve goes on with the iterations left, and its own restarts.
+        spent = _Steps(counts[0], counts[1], 0, 0.0, math.nan, [], [] if trace else None,
+                       solver.clock() >= deadline)
+        if q is None:
+            return None, spent
+        state = tree.sweep(q, _ORIGIN)
+        objective = math.dist(goal, state.points[tree.effectors[0].point]) ** 2 \
+            + orientations.squares(state)[0]
+        result = solver._result(state, tree, targets, rotations, _Steps(
+            *counts, initial, fabrik_error,
+            [math.sqrt(distance * distance + turned), math.sqrt(objective)],
+            [np.array(start.q), np.array(state.q)] if trace else None, False), orientations)
+        return (result, None) if result.reached else (None, spent)
+
+
+class _Wrist(_Split):
+    """
+    A spherical wrist (fabrik_ros.wrist): the pose split at the wrist centre.
 
     The tool's target pose puts the wrist centre at one point: the arm above the wrist
     reaches it (a position solve of its own: FABRIK and closing steps on three joints of a
@@ -2394,16 +2458,14 @@ class _Wrist:
     form, the solution nearest the seed ('full'), or points the tool axis along the
     target's with the last wrist joint at its seed ('axis': where the centre lies on the
     tool axis, which then fixes it). The tool's position error is then the centre's, its
-    orientation error rounding. Cold solves only: a seed within the closing radius
-    (tracking) is left to the whole arm's closing steps. Where the centre lies beyond the
-    arm's reach or is not reached within _WRIST_RESTARTS restarts, or the wrist's limits
-    allow neither solution on the arm's branches tried, the whole arm's solve takes over
-    from the seed with what is left of max_iterations (the split takes at most half).
+    orientation error rounding. None where the centre lies beyond the arm's reach or is not
+    reached within _WRIST_RESTARTS restarts, or the wrist's limits allow neither solution on
+    the arm's branches tried (the attempts take at most half of max_iterations).
     """
 
     def __init__(self, solver: IkSolver, arm: IkSolver, centre: tuple[float, float, float],
                  axes: list[tuple[float, float, float]], zero: tuple[float, ...]) -> None:
-        self.solver = solver
+        super().__init__(solver)
         self.arm = arm              # the joints above the wrist, tipped at its centre
         self.centre = centre        # metres, the wrist centre in the tool frame
         self.axes = axes            # the wrist's axes in the canonical frame of the joint
@@ -2418,11 +2480,10 @@ class _Wrist:
         effector = arm._tree.effectors[0]
         # The arm's fixed point and its reach: a centre farther away is out of reach.
         self.anchor, self.reach = arm._tree.neutral.points[effector.anchor], effector.reach
-        self.lower, self.upper = solver._lower[self.k:], solver._upper[self.k:]
 
     @classmethod
     def of(cls, solver: IkSolver, max_restarts: int) -> _Wrist | None:
-        """Return the split solve for the solver's chain, None if it has no such wrist."""
+        """Return the split for the solver's chain, None if it has no such wrist."""
         split = split_at_wrist(solver.chain, solver.tolerance,
                                solver.tool_axes[0] if solver.orientation_modes[0] == 'axis'
                                else None)
@@ -2440,35 +2501,22 @@ class _Wrist:
         return cls(solver, arm, split.centre, axes,
                    _product(frame, solver._tree.effectors[0].tool))
 
-    def solve(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
-              rotations: list[tuple[float, ...]], orientations: _Orientations,
-              deadline: float, trace: bool) -> tuple[IkResult | None, _Steps | None]:
-        """
-        Return the answer and None, or None and what the attempt spent (see the class).
-
-        The answer logs the seed and itself (history, trace), its fabrik_error is the
-        centre's distance after FABRIK.
-        """
+    def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                    rotation: tuple[float, ...], deadline: float
+                    ) -> tuple[list[float] | None, list[int], float]:
+        """Return the arm's angles to the centre and the wrist's; see _Split.pose_angles."""
         solver, k = self.solver, self.k
-        goal, rotation = targets[0], rotations[0]
-        distance = math.dist(goal, start.points[tree.effectors[0].point])
-        turned = orientations.squares(start)[0]
-        initial = max(distance, math.sqrt(turned))
-        if initial <= solver.closing_radius:
-            # Tracking: closing steps move the seed on continuously, where the exact wrist
-            # would swing about near its singularity (wrist straight: only the sum of the
-            # outer angles is set there).
-            return None, None
+        counts = [0, 0, 0]
         # The centre lies on the tool axis when pointing, where any roll puts it alike.
         x, y, z = _apply(rotation, self.centre)
         centre = goal[0] + x, goal[1] + y, goal[2] + z
         if math.dist(centre, self.anchor) > self.reach + solver.tolerance:
-            return None, None
+            return None, counts, math.nan
         if self.tool_axis is None:
             turn = _turn(rotation, self.zero)
         else:
             toward = _apply(rotation, self.tool_axis)
-        counts, angles = [0, 0, 0], None
+        lower, upper = self.lower[k:], self.upper[k:]
         # From the seed's branch, then from others where the wrist's limits rule it out.
         for attempt, seed in enumerate([start.q[:k]] + self.branches):
             # At most half the iterations, so that the whole arm's solve keeps the rest.
@@ -2486,25 +2534,40 @@ class _Wrist:
             q = arm.q.tolist()
             above = _transposed(tree.sweep(q + start.q[k:], _ORIGIN).frames[k - 1])
             #       (the frame of the joint above the wrist, which the wrist leaves put)
-            angles = wrist_angles(self.axes, _product(above, turn), start.q[k:], self.lower,
-                                  self.upper) if self.tool_axis is None else wrist_pointing(
-                self.axes, self.along, _apply(above, toward), start.q[k:], self.lower,
-                self.upper)
+            angles = wrist_angles(self.axes, _product(above, turn), start.q[k:], lower,
+                                  upper) if self.tool_axis is None else wrist_pointing(
+                self.axes, self.along, _apply(above, toward), start.q[k:], lower, upper)
             if angles is not None:
-                break
-        # The whole arm's solve goes on with the iterations left, and its own restarts.
-        spent = _Steps(counts[0], counts[1], 0, 0.0, math.nan, [], [] if trace else None,
-                       solver.clock() >= deadline)
-        if angles is None:
-            return None, spent
-        state = tree.sweep(q + angles, _ORIGIN)
-        objective = math.dist(goal, state.points[tree.effectors[0].point]) ** 2 \
-            + orientations.squares(state)[0]
-        result = solver._result(state, tree, targets, rotations, _Steps(
-            *counts, initial, arm.fabrik_error,
-            [math.sqrt(distance * distance + turned), math.sqrt(objective)],
-            [np.array(start.q), np.array(state.q)] if trace else None, False), orientations)
-        return (result, None) if result.reached else (None, spent)
+                return q + angles, counts, arm.fabrik_error
+        return None, counts, math.nan
+
+
+class _OffsetWrist(_Split):
+    """
+    An arm of the UR family (fabrik_ros.wrist.offset_wrist): full poses in closed form.
+
+    Its eight solutions (shoulder, wrist and elbow either way) are exact; the one nearest
+    the seed within the limits is the answer, None where there is none (out of reach, or
+    the sixth axis along the parallel ones: a singularity).
+    """
+
+    def __init__(self, solver: IkSolver, arm: OffsetWrist) -> None:
+        super().__init__(solver)
+        self.arm = arm
+
+    @classmethod
+    def of(cls, solver: IkSolver) -> _OffsetWrist | None:
+        """Return the closed form for the solver's chain, None if it is not such an arm."""
+        arm = offset_wrist(solver.chain, solver.tolerance) \
+            if solver.orientation_modes[0] == 'full' else None
+        return cls(solver, arm) if arm is not None else None
+
+    def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                    rotation: tuple[float, ...], deadline: float
+                    ) -> tuple[list[float] | None, list[int], float]:
+        """Return the closed form's angles; see _Split.pose_angles."""
+        return (offset_wrist_angles(self.arm, goal, rotation, start.q, self.lower, self.upper),
+                [0, 0, 0], math.nan)
 
 
 def _independent_groups(moves: np.ndarray) -> tuple[_Group, ...]:
@@ -2540,7 +2603,7 @@ class _Solve:
     rest: the pose of the joints the pass does not own (moving the other groups, or no
     effector) and the other groups' objective, for the history and the final pose.
     previous: the pass before (its counters, history and budget go on here), or what a
-    split solve spent before it (see _Wrist).
+    split solve spent before it (see _Split).
     """
 
     def __init__(self, solver: IkSolver, groups: tuple[_Group, ...],

@@ -13,14 +13,20 @@
 # limitations under the License.
 
 """
-Spherical wrists: the last three joint axes of an arm meet in one point, the wrist centre.
+Wrists that give an arm's full poses a closed form, or part of one.
 
-A full pose of such an arm splits in two (Pieper 1968): the tool's target pose puts the
-wrist centre at one point, which the joints above the wrist must reach (a position target
-for the arm without its wrist), and the wrist's three angles then turn the tool onto the
-target orientation in closed form (Paden-Kahan subproblems 2 and 1), or point its axis
-where the roll is free. Most industrial six-joint arms have such a wrist; the UR family does
-not (its wrist axes are offset).
+Spherical wrists (most industrial six-joint arms): the last three joint axes meet in one
+point, the wrist centre. A full pose splits in two (Pieper 1968): the tool's target pose
+puts the centre at one point, which the joints above the wrist must reach (a position
+target for the arm without its wrist), and the wrist's three angles then turn the tool onto
+the target orientation in closed form (Paden-Kahan subproblems 2 and 1), or point its axis
+where the roll is free.
+
+Offset wrists of the UR family: three parallel joints, then a wrist whose axes meet in pairs
+but not in one point. The target pose fixes where the last two axes meet, which puts the
+first joint's angle in closed form, the rest of the orientation is a three-axis wrist's (the
+parallel joints' sum), and the parallel joints' own angles a planar two-link problem: all
+eight solutions in closed form (as Hawkins 2013 derives them from the UR's parameters).
 Units: metres, radians; rotations are row-major 9-tuples.
 """
 
@@ -35,6 +41,7 @@ import numpy as np
 _TWO_PI = 2.0 * math.pi
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
 _CENTRE_OFF = 1e-3      # of the tolerance: axes passing this close to one point meet there
+_ROUNDING = 1e-9        # radians: a closed form's angle this far past a limit is on it
 
 
 class WristSplit(NamedTuple):
@@ -170,13 +177,17 @@ def _nearer(angles: Sequence[float], seed: Sequence[float], lower: Sequence[floa
 
 
 def _within(angle: float, seed: float, lower: float, upper: float) -> float | None:
-    """Return angle plus whole turns within [lower, upper], nearest the seed; None if none."""
+    """
+    Return angle plus whole turns within [lower, upper], nearest the seed; None if none.
+
+    An angle past a limit by rounding (_ROUNDING) is put on it.
+    """
     nearest = seed + math.remainder(angle - seed, _TWO_PI)
-    if lower <= nearest <= upper:
-        return nearest
-    # The next nearest: a turn the other way from the seed.
-    other = nearest - _TWO_PI if nearest > seed else nearest + _TWO_PI
-    return other if lower <= other <= upper else None
+    # Else the next nearest: a turn the other way from the seed.
+    for value in (nearest, nearest - _TWO_PI if nearest > seed else nearest + _TWO_PI):
+        if lower - _ROUNDING <= value <= upper + _ROUNDING:
+            return min(max(value, lower), upper)
+    return None
 
 
 def _turn_angle(axis: Sequence[float], start: Sequence[float], end: Sequence[float]) -> float:
@@ -216,3 +227,178 @@ def _dot(a: Sequence[float], b: Sequence[float]) -> float:
 def _cross(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
     """Return the cross product of two 3-vectors."""
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+class OffsetWrist(NamedTuple):
+    """
+    An arm of the UR family, whose full poses have a closed form (Hawkins 2013).
+
+    A first joint, three parallel joints (shoulder, elbow, first wrist joint), a fifth axis
+    across the fourth and meeting it, a sixth meeting the fifth: the wrist's axes are
+    offset, not spherical, but the target pose fixes where the last two meet, and the
+    parallel joints move in planes across their axis. All at q = 0, base frame (metres).
+    """
+
+    first: tuple[tuple[float, float, float], tuple[float, float, float]]  # axis, a point
+    parallel: tuple[float, float, float]    # the parallel axes' direction (the second's)
+    signs: tuple[float, float]          # the third and fourth axes along it (+1 or -1)
+    second: tuple[float, float, float]  # a point on the second axis
+    third: tuple[tuple[float, float, float], tuple[float, float, float]]  # axis, a point
+    fifth: tuple[float, float, float]   # the fifth axis
+    sixth: tuple[float, float, float]   # the sixth axis
+    meet: tuple[float, float, float]    # where the fourth axis meets the fifth
+    reach: float                        # from there along the fifth axis to the sixth
+    centre: tuple[float, float, float]  # where the fifth axis meets the sixth, tool frame
+    zero: tuple[float, ...]             # the tool's rotation
+
+
+def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
+    """
+    Return the closed form's constants for an arm of the UR family, or None if it is not one.
+
+    Six revolute joints in a row, no mimic joints, one effector on the last; the second,
+    third and fourth axes parallel (within _PARALLEL), the first not; the fifth axis at
+    right angles to the fourth and meeting it, the sixth meeting the fifth and not parallel
+    to it (within _CENTRE_OFF tolerances, metres).
+    """
+    joints = chain.joints
+    if len(joints) != 6 or len(chain.effectors) != 1 or chain.effectors[0].parent != 5 \
+            or chain.dof != 6 or any(joint.parent != index - 1
+                                     for index, joint in enumerate(joints)) \
+            or any(joint.prismatic for joint in joints):
+        return None
+    zero = np.zeros(6)
+    kinematics = chain.forward(zero)
+    points, axes = kinematics.positions, kinematics.axes
+    parallel = axes[1]
+    if min(abs(float(parallel @ axes[i])) for i in (2, 3)) < 1.0 - _PARALLEL \
+            or abs(float(parallel @ axes[0])) > 1.0 - _PARALLEL \
+            or abs(float(parallel @ axes[4])) > _PARALLEL \
+            or abs(float(axes[4] @ axes[5])) > 1.0 - _PARALLEL:
+        return None
+    meet, gap = _meeting(points[3], axes[3], points[4], axes[4])
+    centre, other_gap = _meeting(points[4], axes[4], points[5], axes[5])
+    if max(gap, other_gap) > _CENTRE_OFF * tolerance:
+        return None
+    tool = chain.tip_pose(zero)
+
+    def floats(v: np.ndarray) -> tuple[float, float, float]:
+        return tuple(float(x) for x in v)
+
+    return OffsetWrist(
+        (floats(axes[0]), floats(points[0])), floats(parallel),
+        (float(np.sign(parallel @ axes[2])), float(np.sign(parallel @ axes[3]))),
+        floats(points[1]), (floats(axes[2]), floats(points[2])), floats(axes[4]),
+        floats(axes[5]), floats(meet), float((centre - meet) @ axes[4]),
+        floats(tool[:3, :3].T @ (centre - tool[:3, 3])), tuple(tool[:3, :3].ravel().tolist()))
+
+
+def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: Sequence[float],
+                        seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
+                        ) -> list[float] | None:
+    """
+    Return the joint angles (radians) that put the tool at a pose, nearest the seed.
+
+    position: metres, rotation: row-major 9-tuple, the tool's target in the base frame. Of
+    the up to eight solutions (shoulder, wrist and elbow either way) within the limits, each
+    angle turned by whole turns where that brings it inside them, the one nearest the seed;
+    None if none (out of reach, or at a singularity: the sixth axis along the parallel ones).
+    """
+    (a1, o1), n = arm.first, arm.parallel
+    # Where the last two axes meet: fixed by the target. Turned back about the first axis,
+    # it lies in the plane the parallel joints keep their points in (the fifth axis is
+    # across them): a cos t1 + b sin t1 + c = 0.
+    x, y, z = _apply(rotation, arm.centre)
+    corner = (position[0] + x, position[1] + y, position[2] + z)
+    w = _difference(corner, o1)
+    along = _dot(a1, w) * _dot(a1, n)
+    a, b = _dot(w, n) - along, -_dot(_cross(a1, w), n)
+    c = along + _dot(_difference(o1, arm.meet), n)
+    best, distance = None, math.inf
+    for t1 in _sinusoid_roots(a, b, c):
+        # The rest of the orientation: a wrist of three axes (the parallel joints' sum, the
+        # fifth, the sixth), as a spherical wrist's.
+        turn = _untwisted(a1, -t1, _product_transposed(rotation, arm.zero))
+        across = _cross(arm.sixth, (1.0, 0.0, 0.0) if abs(arm.sixth[0]) < 0.9
+                        else (0.0, 1.0, 0.0))
+        carried = _apply(turn, across)
+        for t234, t5 in _carry(n, arm.fifth, arm.sixth, _apply(turn, arm.sixth)):
+            t6 = _turn_angle(arm.sixth, across,
+                             _turned(arm.fifth, -t5, _turned(n, -t234, carried)))
+            # The fourth axis meets the fifth where the fifth, turned, leads back from the
+            # corner; turned back about the first axis, the shoulder and elbow bring it there.
+            fifth = _turned(a1, t1, _turned(n, t234, arm.fifth))
+            meet = tuple(k - arm.reach * f for k, f in zip(corner, fifth))
+            goal = _turned(a1, -t1, _difference(meet, o1))
+            goal = _across(_difference(tuple(g + o for g, o in zip(goal, o1)), arm.second), n)
+            for t2, t3 in _planar_pair(arm, goal):
+                t4 = arm.signs[1] * (t234 - t2 - arm.signs[0] * t3)
+                best, distance = _nearer((t1, t2, t3, t4, t5, t6), seed, lower, upper, best,
+                                         distance)
+    return best
+
+
+def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, float]]:
+    """
+    Return the (t2, t3) that bring the fourth axis's meeting point to `goal` across n.
+
+    goal: from the second axis, its part across the parallel axes. The third joint's turn
+    sets the point's distance from the second axis (subproblem 3), the second's its
+    direction (subproblem 1).
+    """
+    n = arm.parallel
+    (a3, o3) = arm.third
+    lever = _across(_difference(arm.meet, o3), n)      # the point from the third axis
+    offset = _across(_difference(o3, arm.second), n)   # the third axis from the second
+    a = _dot(offset, lever)
+    b = _dot(offset, _cross(a3, lever))
+    c = (_dot(goal, goal) - _dot(offset, offset) - _dot(lever, lever)) / 2.0
+    pairs = []
+    for t3 in _sinusoid_roots(a, b, -c):
+        reached = tuple(o + r for o, r in zip(offset, _turned(a3, t3, lever)))
+        pairs.append((_turn_angle(n, reached, goal), t3))
+    return pairs
+
+
+def _sinusoid_roots(a: float, b: float, c: float) -> list[float]:
+    """Return the angles t in (-pi, pi] with a cos t + b sin t + c = 0 (none, one or two)."""
+    r = math.hypot(a, b)
+    if r < 1e-12 or abs(c) > r * (1.0 + 1e-12):
+        return []
+    phase, spread = math.atan2(b, a), math.acos(max(-1.0, min(1.0, -c / r)))
+    return [phase + spread, phase - spread] if spread else [phase]
+
+
+def _untwisted(axis: Sequence[float], angle: float, m: Sequence[float]) -> tuple[float, ...]:
+    """Return the rotation m turned by angle about a unit axis: R(axis, angle) @ m."""
+    columns = [_turned(axis, angle, (m[c], m[3 + c], m[6 + c])) for c in range(3)]
+    return tuple(columns[c][r] for r in range(3) for c in range(3))
+
+
+def _product_transposed(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
+    """Return a @ b^T for row-major 3x3 matrices."""
+    return tuple(_dot(a[3 * r:3 * r + 3], b[3 * c:3 * c + 3]) for r in range(3) for c in range(3))
+
+
+def _difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """Return a - b for 3-vectors."""
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2]
+
+
+def _across(v: Sequence[float], n: Sequence[float]) -> tuple[float, float, float]:
+    """Return v's part across the unit direction n."""
+    along = _dot(v, n)
+    return v[0] - along * n[0], v[1] - along * n[1], v[2] - along * n[2]
+
+
+def _meeting(p1: np.ndarray, a1: np.ndarray, p2: np.ndarray, a2: np.ndarray
+             ) -> tuple[np.ndarray, float]:
+    """Return the point of the first line nearest the second, and their distance (metres)."""
+    w = p1 - p2
+    cosine, d, e = float(a1 @ a2), float(a1 @ w), float(a2 @ w)
+    denominator = 1.0 - cosine * cosine
+    if denominator < _PARALLEL:
+        return p1, math.inf
+    s, t = (cosine * e - d) / denominator, (e - cosine * d) / denominator
+    near = p1 + s * a1
+    return near, float(np.linalg.norm(near - (p2 + t * a2)))

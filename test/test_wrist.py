@@ -23,8 +23,9 @@ import math
 
 from fabrik_ros.chain import (Chain, Effector, Joint, rotation_about_axis, rotation_from_rpy)
 from fabrik_ros.ik import IkResult, IkSolver
-from fabrik_ros.wrist import split_at_wrist, wrist_angles, wrist_pointing
-from hypothesis import given, settings, strategies as st
+from fabrik_ros.wrist import (offset_wrist, offset_wrist_angles, split_at_wrist,
+                              wrist_angles, wrist_pointing)
+from hypothesis import assume, given, settings, strategies as st
 import numpy as np
 import pytest
 from test_ik import (assert_within_limits, demo_arm, hypothesis_draws, plain_draws,
@@ -88,6 +89,36 @@ def with_spherical_wrist(arm: Chain, real: Real, continuous: bool = True) -> Cha
     return Chain(arm.base_link, joints, [tool])
 
 
+def ur_like_arm(real: Real) -> Chain:
+    """
+    Return a random arm of the UR family: lengths, offsets, tilts and limits drawn.
+
+    A first joint about z; three about their frames' y, each frame turned only about y from
+    the one before (parallel axes), the elbow and the first wrist joint 0.2-0.5 m on; a
+    fifth about z with its origin on the fourth axis; a sixth about y with its origin on the
+    fifth axis; a tool anywhere. Every ranges covers at least 2 rad.
+    """
+    def limits():
+        return real(-2 * math.pi, -1.0), real(1.0, 2 * math.pi)
+
+    def y_turn():
+        return rotation_from_rpy([0.0, real(-math.pi, math.pi), 0.0])
+
+    z, y = [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]
+    joints = [Joint('pan', -1, [0.0, 0.0, real(0.05, 0.2)], np.eye(3), z, *limits()),
+              Joint('lift', 0, [real(-0.1, 0.1), real(0.05, 0.2), 0.0],
+                    rotation_from_rpy([real(-0.3, 0.3), 0.0, 0.0]), y, *limits())]
+    for index, name in enumerate(('elbow', 'wrist_1'), 1):
+        joints.append(Joint(name, index, [real(-0.1, 0.1), real(-0.2, 0.2), real(0.2, 0.5)],
+                            y_turn(), y, *limits()))
+    joints.append(Joint('wrist_2', 3, [0.0, real(0.05, 0.2), 0.0], y_turn(), z, *limits()))
+    joints.append(Joint('wrist_3', 4, [0.0, 0.0, real(0.05, 0.2)],
+                        rotation_from_rpy([0.0, 0.0, real(-math.pi, math.pi)]), y, *limits()))
+    tool = Effector('tool', 5, np.array([real(-0.1, 0.1) for _ in range(3)]),
+                    rotation_from_rpy([real(-math.pi, math.pi) for _ in range(3)]))
+    return Chain('base', joints, [tool])
+
+
 class TestWristAngles:
     """The closed form turns the wrist onto any rotation it can make, within its limits."""
 
@@ -134,6 +165,55 @@ class TestWristAngles:
         bent_back = wrist_angles(axes, turn, seed, [-4.0, -2.0, -4.0], [4.0, 0.0, 4.0])
         assert bent_back == pytest.approx([0.3 - math.pi, -0.8, -0.5 + math.pi])
         assert wrist_angles(axes, turn, seed, [-4.0, -0.5, -4.0], [4.0, 0.5, 4.0]) is None
+
+
+class TestOffsetWrist:
+    """Arms of the UR family: every pose they can take, in closed form."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.data())
+    def test_the_closed_form_reaches_every_pose_exactly_within_the_limits(self, data):
+        real, _ = hypothesis_draws(data.draw)
+        arm = ur_like_arm(real)
+        constants = offset_wrist(arm, 1e-4)
+        assert constants is not None
+        q, seed = random_pose(arm, real), random_pose(arm, real)
+        # Not at the wrist's singularity: the sixth axis along the parallel ones.
+        kinematics = arm.forward(q)
+        assume(abs(kinematics.axes[5] @ kinematics.axes[1]) < math.cos(math.radians(3.0)))
+        pose = arm.tip_pose(q)
+        angles = offset_wrist_angles(constants, pose[:3, 3].tolist(),
+                                     pose[:3, :3].ravel().tolist(), seed.tolist(),
+                                     arm.lower.tolist(), arm.upper.tolist())
+        assert angles is not None
+        assert_within_limits(arm, np.array(angles))
+        np.testing.assert_allclose(arm.tip_pose(np.array(angles)), pose, atol=EXACT)
+
+    def test_the_seed_picks_among_the_eight_solutions(self):
+        arm = offset_arm()
+        constants = offset_wrist(arm, 1e-4)
+        q = np.array([0.3, -1.2, 1.4, -0.9, 1.1, 0.4])
+        pose = arm.tip_pose(q)
+        angles = offset_wrist_angles(constants, pose[:3, 3].tolist(),
+                                     pose[:3, :3].ravel().tolist(), (q + 0.05).tolist(),
+                                     arm.lower.tolist(), arm.upper.tolist())
+        np.testing.assert_allclose(angles, q, atol=1e-9)
+
+    def test_other_arms_have_no_such_closed_form(self):
+        assert offset_wrist(demo_arm(), 1e-4) is None
+        joints = list(offset_arm().joints)
+        shifted = joints[4]
+        joints[4] = Joint(shifted.name, shifted.parent, shifted.origin_xyz + [1e-6, 0.0, 0.0],
+                          shifted.origin_rotation, shifted.axis, shifted.lower, shifted.upper)
+        assert offset_wrist(Chain('base_link', joints, offset_arm().effectors), 1e-4) is None
+
+    def test_the_ur5_like_arm_reaches_cold_poses_exactly(self):
+        arm = offset_arm()
+        solver = IkSolver(arm)
+        rng = np.random.default_rng(8)
+        for _ in range(60):
+            result = reached(arm, solver, pose_in_limits(arm, rng.uniform(size=arm.dof)))
+            assert result.orientation_error < EXACT and result.error < 1e-9
 
 
 class TestSplit:
