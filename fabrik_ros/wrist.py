@@ -315,12 +315,12 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     a, b = _dot(w, n) - along, -_dot(_cross(a1, w), n)
     c = along + _dot(_difference(o1, arm.meet), n)
     best, distance = None, math.inf
+    # The rest of the orientation: a wrist of three axes (the parallel joints' sum, the
+    # fifth, the sixth), as a spherical wrist's (see wrist_angles).
+    across = _cross(arm.sixth, (1.0, 0.0, 0.0) if abs(arm.sixth[0]) < 0.9 else (0.0, 1.0, 0.0))
+    relative = _product_transposed(rotation, arm.zero)
     for t1 in _sinusoid_roots(a, b, c):
-        # The rest of the orientation: a wrist of three axes (the parallel joints' sum, the
-        # fifth, the sixth), as a spherical wrist's.
-        turn = _untwisted(a1, -t1, _product_transposed(rotation, arm.zero))
-        across = _cross(arm.sixth, (1.0, 0.0, 0.0) if abs(arm.sixth[0]) < 0.9
-                        else (0.0, 1.0, 0.0))
+        turn = _untwisted(a1, -t1, relative)
         carried = _apply(turn, across)
         for t234, t5 in _carry(n, arm.fifth, arm.sixth, _apply(turn, arm.sixth)):
             t6 = _turn_angle(arm.sixth, across,
@@ -328,8 +328,8 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
             # The fourth axis meets the fifth where the fifth, turned, leads back from the
             # corner; turned back about the first axis, the shoulder and elbow bring it there.
             fifth = _turned(a1, t1, _turned(n, t234, arm.fifth))
-            meet = tuple(k - arm.reach * f for k, f in zip(corner, fifth))
-            goal = _turned(a1, -t1, _difference(meet, o1))
+            meeting = tuple(k - arm.reach * f for k, f in zip(corner, fifth))
+            goal = _turned(a1, -t1, _difference(meeting, o1))
             goal = _across(_difference(tuple(g + o for g, o in zip(goal, o1)), arm.second), n)
             for t2, t3 in _planar_pair(arm, goal):
                 t4 = arm.signs[1] * (t234 - t2 - arm.signs[0] * t3)
