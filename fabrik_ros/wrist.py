@@ -361,7 +361,7 @@ def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, f
 
 
 def _sinusoid_roots(a: float, b: float, c: float) -> list[float]:
-    """Return the angles t in (-pi, pi] with a cos t + b sin t + c = 0 (none, one or two)."""
+    """Return angles t (radians, within a turn of 0) with a cos t + b sin t + c = 0: 0-2."""
     r = math.hypot(a, b)
     if r < 1e-12 or abs(c) > r * (1.0 + 1e-12):
         return []
