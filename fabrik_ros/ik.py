@@ -1838,7 +1838,7 @@ class IkSolver:
         m = len(targets)
         names = self.chain.effector_names
         rotations: list[tuple[float, ...] | None] = [None] * m
-        if isinstance(orientation, Mapping):
+        if _is_mapping(orientation):
             for name, value in orientation.items():
                 if name not in self._effector_index:
                     raise ValueError(f'unknown effector {name!r} in orientation; the chain has '
@@ -1908,7 +1908,7 @@ class IkSolver:
         m = len(self._tree.effectors)
         names = self.chain.effector_names
         rows: list[tuple[float, float, float] | None] = [None] * m
-        if isinstance(target, Mapping):
+        if _is_mapping(target):
             for name, value in target.items():
                 if name not in self._effector_index:
                     raise ValueError(f'unknown effector {name!r}; the chain has {names}')
@@ -2077,16 +2077,7 @@ class IkSolver:
         if not effector.path or \
                 math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance:
             return None
-
-        def measure(state: _State) -> tuple[float, float]:
-            """Return the objective and the error, as _Solve.score does with weight 1."""
-            distance = math.dist(goal, state.points[effector.point])
-            if orientations is None:
-                return distance * distance, distance
-            turned = orientations.squares(state)
-            return distance * distance + sum(turned), max(distance, math.sqrt(max(turned)))
-
-        objective, error = measure(start)
+        objective, error = _one_effector_fit(start, goal, effector.point, orientations)
         excess = max(math.sqrt(objective), 1e-15)
         if excess > self._track_radius:
             return None
@@ -2108,7 +2099,8 @@ class IkSolver:
             q = self._limited_step(start.q, rows, aim, weights, push,
                                    max(_DAMPING_START * excess ** 2, floor))[0]
             state = tree.sweep(q, _ORIGIN)
-            new_objective, new_error = measure(state)
+            new_objective, new_error = _one_effector_fit(state, goal, effector.point,
+                                                         orientations)
             if new_objective >= objective or new_error > tolerance:
                 return None
             history.append(math.sqrt(new_objective))
@@ -2289,8 +2281,8 @@ class IkSolver:
             found = []
             if orientations is not None:
                 found = orientations.errors(state)
-                for (index, *_), (angle, _, _) in zip(orientations.items, found):
-                    angles[index] = angle
+                for item, (angle, _, _) in zip(orientations.items, found):
+                    angles[item[0]] = angle
                     reached = reached and angle <= self.orientation_tolerance
             if len(found) < len(rotations) - rotations.count(None):
                 for index, (effector, rotation) in enumerate(zip(tree.effectors, rotations)):
@@ -2307,6 +2299,21 @@ class IkSolver:
             initial_error=steps.initial_error, fabrik_error=steps.fabrik_error,
             history=steps.history, trace=steps.trace, timed_out=steps.timed_out,
             orientation_error=orientation_error, orientation_errors=np.array(angles))
+
+
+def _one_effector_fit(state: _State, goal: tuple[float, float, float], point: int,
+                      orientations: _Orientations | None) -> tuple[float, float]:
+    """Return one effector's objective and error at weight 1, as _Solve.score does."""
+    distance = math.dist(goal, state.points[point])
+    if orientations is None:
+        return distance * distance, distance
+    turned = orientations.squares(state)
+    return distance * distance + sum(turned), max(distance, math.sqrt(max(turned)))
+
+
+def _is_mapping(value: object) -> bool:
+    """Return whether value is a mapping; arrays, lists and tuples skip the slower ABC check."""
+    return not isinstance(value, (np.ndarray, list, tuple)) and isinstance(value, Mapping)
 
 
 def _checked_timeout(timeout: float | None) -> float | None:
