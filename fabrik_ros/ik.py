@@ -2307,8 +2307,9 @@ def _one_effector_fit(state: _State, goal: tuple[float, float, float], point: in
     distance = math.dist(goal, state.points[point])
     if orientations is None:
         return distance * distance, distance
-    turned = orientations.squares(state)
-    return distance * distance + sum(turned), max(distance, math.sqrt(max(turned)))
+    (angle, _, _), = orientations.errors(state)
+    turned = orientations.scale * angle     # metres, see _Orientations
+    return distance * distance + turned * turned, max(distance, turned)
 
 
 def _is_mapping(value: object) -> bool:
