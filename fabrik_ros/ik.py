@@ -140,6 +140,7 @@ _WRIST_RESTARTS = 2     # restarts of the wrist centre's solve before the whole 
 _WRIST_BRANCHES = 2     # ... and solves from other seeds where the wrist's limits rule out
 #                         the arm's branch
 _KEPT_WEIGHTS = 16      # sets of subtree weights a tree keeps (one per targeted subset)
+_KEPT_LAYOUTS = 64      # pass layouts kept (one per set of groups a pass solves)
 HELD_WEIGHT = 1e4       # default weight of an effector without a target: it holds
 
 
@@ -2027,17 +2028,22 @@ class IkSolver:
         # Groups that share no joint with a target out of reach are solved first, on their
         # own: restarts and stall tests then see only them, and they reach their targets
         # as if the far ones were not there. Then the groups out of reach, stretched.
-        far = tuple(group for group in all_groups if any(floors[i] for i in group.effectors))
-        near = tuple(group for group in all_groups if group not in far)
-        passes = [(groups, pass_stretch) for groups, pass_stretch
-                  in ((near, {}), (far, stretch)) if groups]
-        # Meanwhile the groups of the second pass stay at the seed.
-        # Their objective is summed as _Solve.score will sum it (effector order, d * d: d ** 2
-        # rounds differently), so the logged best error does not rise where the passes meet.
-        waiting = sorted(i for group in far for i in group.effectors) if near else []
-        distances = [math.dist(goals[i], start.points[tree.effectors[i].point])
-                     for i in waiting]
-        rest = start.q, sum(weights[i] * (d * d) for i, d in zip(waiting, distances))
+        if len(all_groups) == 1:    # (a single effector, or effectors sharing joints)
+            passes = [(all_groups, stretch if any(floors) else {})]
+            rest = start.q, 0.0
+        else:
+            far = tuple(group for group in all_groups
+                        if any(floors[i] for i in group.effectors))
+            near = tuple(group for group in all_groups if group not in far)
+            passes = [(groups, pass_stretch) for groups, pass_stretch
+                      in ((near, {}), (far, stretch)) if groups]
+            # Meanwhile the groups of the second pass stay at the seed. Their objective is
+            # summed as _Solve.score will sum it (effector order, d * d: d ** 2 rounds
+            # differently), so the logged best error does not rise where the passes meet.
+            waiting = sorted(i for group in far for i in group.effectors) if near else []
+            distances = [math.dist(goals[i], start.points[tree.effectors[i].point])
+                         for i in waiting]
+            rest = start.q, sum(weights[i] * (d * d) for i, d in zip(waiting, distances))
         solve = spent
         for groups, pass_stretch in passes:
             fits = tree_fits
@@ -2595,6 +2601,21 @@ def _independent_groups(moves: np.ndarray) -> tuple[_Group, ...]:
     return tuple(sorted(_Group(tuple(sorted(e)), tuple(sorted(c))) for e, c in groups))
 
 
+@functools.lru_cache(maxsize=_KEPT_LAYOUTS)
+def _pass_layout(groups: tuple[_Group, ...]
+                 ) -> tuple[tuple[int, ...], tuple[_Group, ...], tuple[int, ...]]:
+    """
+    Return a pass's effectors (sorted), its groups in their numbering and its coordinates.
+
+    The same few sets of groups come back solve after solve: each is laid out once.
+    """
+    effectors = tuple(sorted(effector for group in groups for effector in group.effectors))
+    local = {effector: index for index, effector in enumerate(effectors)}
+    return (effectors, tuple(_Group(tuple(map(local.__getitem__, group.effectors)),
+                                    group.coordinates) for group in groups),
+            tuple(sorted(c for group in groups for c in group.coordinates)))
+
+
 class _Solve:
     """
     One pass of an IkSolver.solve call: the goals, the stages, the counters and the history.
@@ -2624,7 +2645,7 @@ class _Solve:
         self.solver = solver
         self.orientations = orientations
         self.tree = solver._tree if orientations is None else orientations.tree
-        effectors = sorted(effector for group in groups for effector in group.effectors)
+        effectors, self.groups, self.owned = _pass_layout(groups)
         self.effectors = effectors
         self.goals = [goals[i] for i in effectors]
         self.weights = [weights[i] for i in effectors]
@@ -2648,10 +2669,6 @@ class _Solve:
             point_weights = self.weights + [weights[owner] for owner in
                                             self.tree.marker_owners]
         self._reach_weights = point_weights
-        local = {effector: index for index, effector in enumerate(effectors)}
-        self.groups = tuple(_Group(tuple(map(local.__getitem__, group.effectors)),
-                                   group.coordinates) for group in groups)
-        self.owned = sorted(c for group in groups for c in group.coordinates)
         self.rest_q, self.rest_objective = rest
         # Restarts are decided on the effectors whose group has no target out of reach.
         self.judged = [index for group in self.groups
@@ -2766,7 +2783,7 @@ class _Solve:
         """
         best = self.best_fit
         better = [group for group, share, best_share in zip(self.groups, fit.shares, best.shares)
-                  if share < best_share]
+                  if share < best_share] if len(self.groups) > 1 else ()
         if 0 < len(better) < len(self.groups):
             q, distances = list(self._best_q), list(best.distances)
             for group in better:
