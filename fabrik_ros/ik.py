@@ -2738,8 +2738,10 @@ class _Solve:
     def measure(self, state: _State) -> _Score:
         """Return how well the state meets the goals."""
         points = state.points
-        return self.score([math.dist(goal, points[p])
-                           for goal, p in zip(self.goals, self.goal_points)],
+        goals = self.goals
+        distances = [math.dist(goals[0], points[self.goal_points[0]])] if len(goals) == 1 \
+            else [math.dist(goal, points[p]) for goal, p in zip(goals, self.goal_points)]
+        return self.score(distances,
                           self.orientations.squares(state) if self.orientations else ())
 
     def score(self, distances: list[float], turned: Sequence[float] = ()) -> _Score:
@@ -3033,7 +3035,8 @@ class _Solve:
             if weight != 1.0:
                 for row in rows[3 * index:3 * index + 3]:
                     row[:] = [value * math.sqrt(weight) for value in row]
-            residual += [shrink * (g - x) for g, x in zip(goal, state.points[point])]
+            (gx, gy, gz), (x, y, z) = goal, state.points[point]
+            residual += (shrink * (gx - x), shrink * (gy - y), shrink * (gz - z))
         if self.orientations is not None:
             self.orientations.extend(state, rows, residual)
         n = len(state.q)
