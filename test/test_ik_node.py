@@ -305,8 +305,9 @@ def test_a_refused_target_for_one_effector_does_not_block_the_others(start_node,
 
 
 # Wider than the 5 ms default: on a loaded 2-core test machine a burst of six targets from
-# one Python publisher can take longer than that to arrive.
-BURST_WINDOW = 0.02  # seconds
+# one Python publisher can take longer than that to arrive (20 ms once was not enough, with
+# both test processes and a benchmark sharing the cores).
+BURST_WINDOW = 0.1  # seconds
 
 
 @pytest.mark.parametrize('config', ['dual_arm.yaml', 'spider.yaml'])
