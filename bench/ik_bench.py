@@ -180,44 +180,58 @@ def summary(times: list[tuple[float, float]]) -> dict[str, float]:
             'wall_p95_us': float(np.percentile(wall, 95))}
 
 
-def solve_targets(chain: Chain, solver: IkSolver, targets: np.ndarray,
-                  seeds: list[np.ndarray | None]) -> dict[str, Any]:
-    """Solve each target from its seed; return success, time, iteration and stage figures."""
-    times, errors, violations = [], [], []
-    fabrik, closing, restarts, iterations, fabrik_share = [], [], [], [], []
+def solve_targets(chain: Chain, solvers: dict[str, IkSolver], targets: np.ndarray,
+                  seeds: list[np.ndarray | None]) -> dict[str, dict[str, Any]]:
+    """
+    Solve each target from its seed; per solver, success, time, iteration and stage figures.
+
+    The solvers take turns target by target (the order rotated every target: each solver
+    goes first as often), so the machine's slow spells fall on all of them alike and their
+    ratios hold.
+    """
+    records = {name: ([], [], [], [], [], [], [], []) for name in solvers}
+    order = list(solvers)
     for target, seed in zip(targets, seeds):
-        result, micros = timed_solve(solver, target, seed)
-        times.append(micros)
-        errors.append(float(np.linalg.norm(chain.tip_position(result.q) - target)))
-        violations.append(limit_violation(chain, result.q))
-        iterations.append(result.iterations)
-        fabrik.append(result.fabrik_iterations)
-        closing.append(result.closing_steps)
-        restarts.append(result.restarts)
-        if result.initial_error > 0.0:
-            fabrik_share.append(1.0 - result.fabrik_error / result.initial_error)
-    errors = np.array(errors)
-    return {
-        'targets': len(targets),
-        'success_rate': float(np.mean(errors <= SUCCESS_M)),
-        'within_tolerance_rate': float(np.mean(errors <= solver.tolerance)),
-        **summary(times),
-        'mean_iterations': float(np.mean(iterations)),
-        'mean_fabrik_iterations': float(np.mean(fabrik)),
-        'mean_closing_steps': float(np.mean(closing)),
-        'restart_rate': float(np.mean(np.array(restarts) > 0)),
-        'median_share_of_distance_removed_by_fabrik': float(np.median(fabrik_share))
-        if fabrik_share else math.nan,
-        'max_limit_violation_rad': float(max(violations)),
-        'max_error_m': float(errors.max()),
-    }
+        for name in order:
+            times, errors, violations, iterations, fabrik, closing, restarts, fabrik_share = \
+                records[name]
+            result, micros = timed_solve(solvers[name], target, seed)
+            times.append(micros)
+            errors.append(float(np.linalg.norm(chain.tip_position(result.q) - target)))
+            violations.append(limit_violation(chain, result.q))
+            iterations.append(result.iterations)
+            fabrik.append(result.fabrik_iterations)
+            closing.append(result.closing_steps)
+            restarts.append(result.restarts)
+            if result.initial_error > 0.0:
+                fabrik_share.append(1.0 - result.fabrik_error / result.initial_error)
+        order.append(order.pop(0))
+    figures = {}
+    for name, (times, errors, violations, iterations, fabrik, closing, restarts,
+               fabrik_share) in records.items():
+        errors = np.array(errors)
+        figures[name] = {
+            'targets': len(targets),
+            'success_rate': float(np.mean(errors <= SUCCESS_M)),
+            'within_tolerance_rate': float(np.mean(errors <= solvers[name].tolerance)),
+            **summary(times),
+            'mean_iterations': float(np.mean(iterations)),
+            'mean_fabrik_iterations': float(np.mean(fabrik)),
+            'mean_closing_steps': float(np.mean(closing)),
+            'restart_rate': float(np.mean(np.array(restarts) > 0)),
+            'median_share_of_distance_removed_by_fabrik': float(np.median(fabrik_share))
+            if fabrik_share else math.nan,
+            'max_limit_violation_rad': float(max(violations)),
+            'max_error_m': float(errors.max()),
+        }
+    return figures
 
 
 def reachable(chain: Chain, targets: int, rng: np.random.Generator) -> dict[str, Any]:
     """Solve FK-of-random-pose targets from the neutral seed."""
     poses = random_poses(chain, targets, rng)
     points = np.array([chain.tip_position(q) for q in poses])
-    return solve_targets(chain, IkSolver(chain), points, [None] * len(points))
+    return solve_targets(chain, {'': IkSolver(chain)}, points, [None] * len(points))['']
 
 
 def smooth_path(chain: Chain, steps: int, rng: np.random.Generator
@@ -261,7 +275,7 @@ def near_stretch(chain: Chain, targets: int, rng: np.random.Generator) -> dict[s
     points = np.array([chain.tip_position(q) for q in poses])
     distance = np.linalg.norm(points - anchor, axis=1)
     farthest = np.argsort(distance)[-targets:]
-    result = solve_targets(chain, solver, points[farthest], [None] * targets)
+    result = solve_targets(chain, {'': solver}, points[farthest], [None] * targets)['']
     result['distance_over_reach'] = [float(distance[farthest].min() / effector.reach),
                                      float(distance[farthest].max() / effector.reach)]
     return result
@@ -298,12 +312,12 @@ def out_of_reach(chain: Chain, targets: int, rng: np.random.Generator) -> dict[s
 
 
 def variants(chain: Chain, targets: int, rng: np.random.Generator) -> dict[str, Any]:
-    """Solve one target set with each variant; ratios are to the default's figures."""
+    """Solve one target set with each variant, taking turns; ratios are to the default's."""
     poses = random_poses(chain, targets, rng)
     points = np.array([chain.tip_position(q) for q in poses])
-    figures = {name: solve_targets(chain, IkSolver(chain, **options), points,
-                                   [None] * targets)
-               for name, options in VARIANTS.items()}
+    figures = solve_targets(chain, {name: IkSolver(chain, **options)
+                                    for name, options in VARIANTS.items()},
+                            points, [None] * targets)
     base = figures['default (auto fit)']
     for entry in figures.values():
         entry['median_time_ratio'] = entry['median_us'] / base['median_us']
