@@ -136,6 +136,11 @@ _RESTART_ERROR_REACH = 1e-3  # ... but at most this fraction of the reach (small
 _AGREE = 1e-3           # of the reach (at least one tolerance): restarts ending this close
 #                         to the best error found the same residual; closer by more is progress
 _UNREACHABLE_AFTER = 2  # default unreachable_after: restarts confirming the best residual
+_FARTHEST_SAMPLES = 100  # random poses besides the restart seeds; the farthest of them ...
+_FARTHEST_STARTS = 8    # ... this many, are pushed out (see IkSolver._farthest) ...
+_FARTHEST_STEPS = 100   # ... by at most this many Newton steps each
+_BEYOND_SHELL = 0.01    # of the reach: a target farther out than the farthest the effector
+#                         gets counts as outside the workspace (see IkSolver._beyond_workspace)
 _WRIST_RESTARTS = 2     # restarts of the wrist centre's solve before the whole arm's
 _WRIST_BRANCHES = 2     # ... and solves from other seeds where the wrist's limits rule out
 #                         the arm's branch
@@ -1643,7 +1648,10 @@ class IkSolver:
     solve ends; None runs all max_restarts. The default, 'auto', is 2 for a chain with
     more joints than three per effector (position leaves it redundant: wide basins, so
     agreeing seeds tell), times the effectors of the largest group sharing joints (4 for
-    two arms on one torso), and None otherwise (isolated solutions in small basins).
+    two arms on one torso), and None otherwise (isolated solutions in small basins). Unless
+    None, a solve also stops restarting when its best pose is about as close as any pose
+    can be: the target lies farther from the effector's anchor than the effector ever gets
+    (found on the first such solve, a few milliseconds) by more than 1 % of the reach.
     restart_error: metres (default 10 tolerances, at most 0.1 % of the reach, at least one
     tolerance); when tracking (the seed's effectors start within
     closing_radius of their targets) only a solve that stalls farther than this restarts;
@@ -1793,10 +1801,12 @@ class IkSolver:
         self.restart_error = float(restart_error)
         # Random poses; every other one has each joint at a limit with probability 2/3:
         # targets whose solution has several joints at their limits sit in small basins.
-        seeds = rng.uniform(low, np.maximum(low, high), size=(max(max_restarts - 1, 0), n))
+        self._seed_box = (low, np.maximum(low, high))
+        seeds = rng.uniform(*self._seed_box, size=(max(max_restarts - 1, 0), n))
         corners = rng.choice(3, size=seeds.shape)
         seeds[1::2] = np.where(corners == 0, low, np.where(corners == 1, high, seeds))[1::2]
         self._restart_seeds = seeds.tolist()
+        self._farthest_found: list[float | None] = [None] * len(self._tree.effectors)
         self._split = _Split.of(self, max_restarts) \
             if self._trackable and self.orientation_modes != ('position',) else None
 
@@ -2147,6 +2157,8 @@ class IkSolver:
                 and solve.has_budget():
             before = solve.best_fit.miss
             if before > patience:
+                if unreachable_after is not None and self._beyond_workspace(solve, margin):
+                    break
                 # First from the best pose with the joints it pinned at a limit released to
                 # mid-range (an elbow stuck straight, bent the wrong way), then at random.
                 seed = self._released(solve.best.q) if not solve.restarts else next(random_seeds)
@@ -2169,6 +2181,91 @@ class IkSolver:
                 confirmed = 0
             elif ended < before + margin:
                 confirmed += 1
+
+    def _beyond_workspace(self, solve: _Solve, margin: float) -> bool:
+        """
+        Tell whether no pose brings the judged effectors closer than the best pose does.
+
+        An effector comes no closer to its target than the target's distance from its
+        anchor less the farthest the effector gets from the anchor (_farthest). Where that
+        bound exceeds _BEYOND_SHELL of the reach (a target clearly outside the workspace's
+        outer shell, whatever a local search of the farthest pose missed) and the best pose
+        is within margin (metres) of it, restarts cannot do better; every judged
+        effector must be there or within the tolerance. Position solves, pinned root: on
+        the UR5 every hole in the summed links' reach sphere (1.24 m) lies beyond its shell
+        (0.95 m), which its first attempt reaches.
+        """
+        if solve.free_root or solve.orientations is not None:
+            return False
+        tree, distances, tolerance = solve.tree, solve.best_fit.distances, self.tolerance
+        for i in solve.judged:
+            if distances[i] <= tolerance:
+                continue
+            index = solve.effectors[i]
+            anchor = tree.neutral.points[tree.effectors[index].anchor]
+            bound = math.dist(solve.goals[i], anchor) - self._farthest(index)
+            if not _BEYOND_SHELL * self.reach < bound >= distances[i] - margin:
+                return False
+        return True
+
+    def _farthest(self, index: int) -> float:
+        """
+        Return the farthest effector `index` gets from its anchor, metres (pinned root).
+
+        Found on first need (a few milliseconds) and kept: the farthest _FARTHEST_STARTS of
+        the neutral pose, the restart seeds and _FARTHEST_SAMPLES random poses, each pushed
+        out to a local maximum of the distance by damped Newton steps on -d^2 / 2
+        (_Tree.hessian with weight -1 and the anchor as goal) within the limits; the largest
+        of them, or the reach (the path's length) where a pose lies straight.
+        """
+        found = self._farthest_found[index]
+        if found is not None:
+            return found
+        tree, lower, upper = self._tree, self._lower, self._upper
+        effector = tree.effectors[index]
+        point, anchor = effector.point, tree.neutral.points[effector.anchor]
+        samples = np.random.default_rng(_RESTART_SEED + 1).uniform(
+            *self._seed_box, size=(_FARTHEST_SAMPLES, len(lower)))
+        starts = [tree.neutral] + [tree.sweep(seed, _ORIGIN) for seed in
+                                   self._restart_seeds + samples.tolist()]
+        starts.sort(key=lambda state: math.dist(state.points[point], anchor), reverse=True)
+        farthest = 0.0
+        for state in starts[:_FARTHEST_STARTS]:
+            distance = math.dist(state.points[point], anchor)
+            if distance >= effector.reach * (1.0 - 1e-12):
+                farthest = effector.reach
+                break
+            damping = _NEWTON_DAMPING_START
+            for _ in range(_FARTHEST_STEPS):
+                descent, full = tree.hessian(state, index, -1.0, anchor)
+                q = state.q
+                free = [j for j, push in enumerate(descent) if push and not (
+                    (q[j] <= lower[j] and push < 0.0) or (q[j] >= upper[j] and push > 0.0))]
+                if not free or damping > _DAMPING_MAX:
+                    break
+                hessian = [[full[j][k] for k in free[:row + 1]] for row, j in enumerate(free)]
+                scale = max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
+                gradient = [descent[j] for j in free]
+                try:
+                    step = _shifted_solve(hessian, gradient, damping * scale)
+                except _NOT_POSITIVE_DEFINITE:
+                    damping *= 10.0
+                    continue
+                if sum(map(mul, step, gradient)) < _NEWTON_STALL * distance * distance:
+                    break   # about the model's gain: a maximum
+                moved = list(q)
+                for j, change in zip(free, step):
+                    moved[j] = min(max(moved[j] + change, lower[j]), upper[j])
+                candidate = tree.sweep(moved, _ORIGIN)
+                gained = math.dist(candidate.points[point], anchor) - distance
+                if gained <= 0.0:
+                    damping *= 10.0
+                    continue
+                state, distance = candidate, distance + gained
+                damping = max(damping * 0.1, _NEWTON_DAMPING_MIN)
+            farthest = max(farthest, distance)
+        self._farthest_found[index] = farthest
+        return farthest
 
     def _missing_branches(self, solve: _Solve, seed: list[float], patience: float
                           ) -> list[float]:

@@ -676,6 +676,27 @@ class TestBudget:
             assert result.error <= best.error + 1e-3 * quick.reach
         assert holes >= 10
 
+    def test_a_target_beyond_the_workspace_shell_needs_no_restart_to_end_as_close(self):
+        # The UR5's links sum to 1.24 m, yet no pose takes its tool farther than 0.95 m
+        # from the base joint: a target in between is out of reach whatever the seed.
+        arm = Chain.from_urdf((REPO / 'urdf' / 'offset_arm.urdf').read_text(), 'base_link',
+                              'tool0')
+        quick, exhaustive = IkSolver(arm), IkSolver(arm, unreachable_after=None,
+                                                    max_iterations=10000)
+        rng = np.random.default_rng(3)
+        directions = rng.normal(size=(20, 3))
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+        anchor = arm.joint_positions(arm.neutral())[0]
+        at_once = 0
+        for target in anchor + directions * rng.uniform(0.97, 1.2, (20, 1)):
+            result, best = quick.solve(target), exhaustive.solve(target)
+            assert not best.reached
+            assert result.error <= best.error + 1e-3 * quick.reach
+            if result.restarts == 0:
+                at_once += 1
+                assert result.error <= best.error + 1e-9
+        assert at_once >= 10
+
     def test_bad_timeouts_are_refused(self):
         for timeout in (0.0, -1.0, math.nan, 'soon', True):
             with pytest.raises(ValueError, match='timeout must be a positive number'):
