@@ -136,8 +136,8 @@ _RESTART_ERROR_REACH = 1e-3  # ... but at most this fraction of the reach (small
 _AGREE = 1e-3           # of the reach (at least one tolerance): restarts ending this close
 #                         to the best error found the same residual; closer by more is progress
 _UNREACHABLE_AFTER = 2  # default unreachable_after: restarts confirming the best residual
-_FARTHEST_SAMPLES = 100  # random poses besides the restart seeds; the farthest of them ...
-_FARTHEST_STARTS = 8    # ... this many, are pushed out (see IkSolver._farthest) ...
+_FARTHEST_SAMPLES = 200  # random poses besides the restart seeds; the farthest of them ...
+_FARTHEST_STARTS = 12   # ... this many, are pushed out (see IkSolver._farthest) ...
 _FARTHEST_STEPS = 100   # ... by at most this many Newton steps each
 _BEYOND_SHELL = 0.01    # of the reach: a target farther out than the farthest the effector
 #                         gets counts as outside the workspace (see IkSolver._beyond_workspace)
@@ -2216,7 +2216,7 @@ class IkSolver:
         the neutral pose, the restart seeds and _FARTHEST_SAMPLES random poses, each pushed
         out to a local maximum of the distance by damped Newton steps on -d^2 / 2
         (_Tree.hessian with weight -1 and the anchor as goal) within the limits; the largest
-        of them, or the reach (the path's length) where a pose lies straight.
+        of them. A pose whose path lies straight reaches the path's length: none farther.
         """
         found = self._farthest_found[index]
         if found is not None:
@@ -2224,6 +2224,7 @@ class IkSolver:
         tree, lower, upper = self._tree, self._lower, self._upper
         effector = tree.effectors[index]
         point, anchor = effector.point, tree.neutral.points[effector.anchor]
+        effector_joints = sorted({tree.joints[joint].coordinate for joint in effector.joints})
         samples = np.random.default_rng(_RESTART_SEED + 1).uniform(
             *self._seed_box, size=(_FARTHEST_SAMPLES, len(lower)))
         starts = [tree.neutral] + [tree.sweep(seed, _ORIGIN) for seed in
@@ -2232,20 +2233,15 @@ class IkSolver:
         farthest = 0.0
         for state in starts[:_FARTHEST_STARTS]:
             distance = math.dist(state.points[point], anchor)
-            if distance >= effector.reach * (1.0 - 1e-12):
-                farthest = effector.reach
-                break
             damping = _NEWTON_DAMPING_START
-            for _ in range(_FARTHEST_STEPS):
-                descent, full = tree.hessian(state, index, -1.0, anchor)
-                q = state.q
-                free = [j for j, push in enumerate(descent) if push and not (
-                    (q[j] <= lower[j] and push < 0.0) or (q[j] >= upper[j] and push > 0.0))]
-                if not free or damping > _DAMPING_MAX:
+            # A path lying straight (or none: an effector on the base link) is as far as
+            # the effector gets.
+            for _ in range(_FARTHEST_STEPS if distance < effector.reach * (1.0 - 1e-12) else 0):
+                system = _free_system(state.q, effector_joints,
+                                      *tree.hessian(state, index, -1.0, anchor), lower, upper)
+                if system is None or damping > _DAMPING_MAX:
                     break
-                hessian = [[full[j][k] for k in free[:row + 1]] for row, j in enumerate(free)]
-                scale = max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
-                gradient = [descent[j] for j in free]
+                free, hessian, gradient, scale = system
                 try:
                     step = _shifted_solve(hessian, gradient, damping * scale)
                 except _NOT_POSITIVE_DEFINITE:
@@ -2253,7 +2249,7 @@ class IkSolver:
                     continue
                 if sum(map(mul, step, gradient)) < _NEWTON_STALL * distance * distance:
                     break   # about the model's gain: a maximum
-                moved = list(q)
+                moved = list(state.q)
                 for j, change in zip(free, step):
                     moved[j] = min(max(moved[j] + change, lower[j]), upper[j])
                 candidate = tree.sweep(moved, _ORIGIN)
@@ -2264,6 +2260,8 @@ class IkSolver:
                 state, distance = candidate, distance + gained
                 damping = max(damping * 0.1, _NEWTON_DAMPING_MIN)
             farthest = max(farthest, distance)
+            if farthest >= effector.reach * (1.0 - 1e-12):
+                break
         self._farthest_found[index] = farthest
         return farthest
 
@@ -2413,6 +2411,29 @@ def _one_effector_fit(state: _State, goal: tuple[float, float, float], point: in
     (angle, _, _), = orientations.errors(state)
     turned = orientations.scale * angle     # metres, see _Orientations
     return distance * distance + turned * turned, max(distance, turned)
+
+
+def _free_system(q: list[float], joints: Sequence[int], descent: list[float],
+                 full: list[list[float]], lower: list[float], upper: list[float]
+                 ) -> tuple[list[int], list[list[float]], list[float], float] | None:
+    """
+    Return Newton's system over the joints a limit leaves free, or None if none is.
+
+    descent, full: minus half the objective's gradient and half its Hessian's lower
+    triangle by rows, per coordinate (_Tree.hessian). Free: the given joints but those at a
+    limit the descent pushes them past. Returns the free joints, the triangle and the
+    descent over them, and the triangle's largest diagonal entry (at least _DAMPING_FLOOR).
+    """
+    free = [j for j in joints if not ((q[j] <= lower[j] and descent[j] < 0.0)
+                                      or (q[j] >= upper[j] and descent[j] > 0.0))]
+    if not free:
+        return None
+    if len(free) == len(q):     # every joint free: the whole triangle as it is
+        hessian, gradient = full, descent
+    else:
+        hessian = [[full[j][k] for k in free[:row + 1]] for row, j in enumerate(free)]
+        gradient = [descent[j] for j in free]
+    return free, hessian, gradient, max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
 
 
 def _is_mapping(value: object) -> bool:
@@ -3050,19 +3071,10 @@ class _Solve:
         """
         if self._system[0] is state:
             return self._system[1]
-        q = state.q
         (index,), (goal,), (weight,) = self.effectors, self.goals, self.weights
         descent, full = self.tree.hessian(state, index, weight, goal)
-        lower, upper = self.solver._lower, self.solver._upper
-        free = [j for j in self.owned if not ((q[j] <= lower[j] and descent[j] < 0.0)
-                                              or (q[j] >= upper[j] and descent[j] > 0.0))]
-        if len(free) == len(q):     # every joint free: the whole triangle as it is
-            hessian, gradient = full, descent
-        else:
-            hessian = [[full[j][k] for k in free[:row + 1]] for row, j in enumerate(free)]
-            gradient = [descent[j] for j in free]
-        system = (free, hessian, gradient, max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
-                  ) if free else None
+        system = _free_system(state.q, self.owned, descent, full, self.solver._lower,
+                              self.solver._upper)
         self._system = (state, system)
         return system
 

@@ -697,6 +697,20 @@ class TestBudget:
                 assert result.error <= best.error + 1e-9
         assert at_once >= 10
 
+    @settings(max_examples=40, deadline=None)
+    @given(chain_and_poses(poses=0), st.integers(0, 2 ** 32 - 1))
+    def test_no_pose_takes_the_tip_farther_from_its_anchor_than_the_shell(self, drawn, seed):
+        # The bound that ends restarts beyond the shell must hold for every pose, else a
+        # reachable target there would be given up.
+        chain, = drawn
+        solver = IkSolver(chain)
+        tree = solver._tree
+        anchor = tree.neutral.points[tree.effectors[0].anchor]
+        poses = pose_in_limits(chain, np.random.default_rng(seed).uniform(
+            size=(300, chain.dof)))
+        farthest = max(np.linalg.norm(chain.tip_position(q) - anchor) for q in poses)
+        assert farthest <= solver._farthest(0) + 1e-9
+
     def test_bad_timeouts_are_refused(self):
         for timeout in (0.0, -1.0, math.nan, 'soon', True):
             with pytest.raises(ValueError, match='timeout must be a positive number'):
