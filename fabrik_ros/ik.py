@@ -1649,9 +1649,11 @@ class IkSolver:
     more joints than three per effector (position leaves it redundant: wide basins, so
     agreeing seeds tell), times the effectors of the largest group sharing joints (4 for
     two arms on one torso), and None otherwise (isolated solutions in small basins). Unless
-    None, a solve also stops restarting when its best pose is about as close as any pose
-    can be: the target lies farther from the effector's anchor than the effector ever gets
-    (found on the first such solve, a few milliseconds) by more than 1 % of the reach.
+    None, a position solve on a pinned root also stops restarting when its best pose is
+    about as close as any pose can be: the target lies farther from the effector's anchor
+    than the effector ever gets by more than 1 % of the reach (that distance is found on
+    the first such solve: a few milliseconds, which can take that one solve past its time
+    budget).
     restart_error: metres (default 10 tolerances, at most 0.1 % of the reach, at least one
     tolerance); when tracking (the seed's effectors start within
     closing_radius of their targets) only a solve that stalls farther than this restarts;
@@ -2216,7 +2218,9 @@ class IkSolver:
         the neutral pose, the restart seeds and _FARTHEST_SAMPLES random poses, each pushed
         out to a local maximum of the distance by damped Newton steps on -d^2 / 2
         (_Tree.hessian with weight -1 and the anchor as goal) within the limits; the largest
-        of them. A pose whose path lies straight reaches the path's length: none farther.
+        of them. A pose whose path lies straight reaches the path's length, none farther:
+        where the neutral pose does, or the path has more than _NEWTON_JOINTS joints (the
+        search's dense Hessians would cost seconds), that length is the answer.
         """
         found = self._farthest_found[index]
         if found is not None:
@@ -2224,6 +2228,12 @@ class IkSolver:
         tree, lower, upper = self._tree, self._lower, self._upper
         effector = tree.effectors[index]
         point, anchor = effector.point, tree.neutral.points[effector.anchor]
+        straight = effector.reach * (1.0 - 1e-12)
+        neutral = math.dist(tree.neutral.points[point], anchor)
+        if neutral >= straight or len(effector.joints) > _NEWTON_JOINTS:
+            # (An effector on the base link: no path, its point stays where it is.)
+            self._farthest_found[index] = max(neutral, effector.reach)
+            return self._farthest_found[index]
         effector_joints = sorted({tree.joints[joint].coordinate for joint in effector.joints})
         samples = np.random.default_rng(_RESTART_SEED + 1).uniform(
             *self._seed_box, size=(_FARTHEST_SAMPLES, len(lower)))
@@ -2234,9 +2244,7 @@ class IkSolver:
         for state in starts[:_FARTHEST_STARTS]:
             distance = math.dist(state.points[point], anchor)
             damping = _NEWTON_DAMPING_START
-            # A path lying straight (or none: an effector on the base link) is as far as
-            # the effector gets.
-            for _ in range(_FARTHEST_STEPS if distance < effector.reach * (1.0 - 1e-12) else 0):
+            for _ in range(_FARTHEST_STEPS if distance < straight else 0):
                 system = _free_system(state.q, effector_joints,
                                       *tree.hessian(state, index, -1.0, anchor), lower, upper)
                 if system is None or damping > _DAMPING_MAX:
@@ -2260,7 +2268,7 @@ class IkSolver:
                 state, distance = candidate, distance + gained
                 damping = max(damping * 0.1, _NEWTON_DAMPING_MIN)
             farthest = max(farthest, distance)
-            if farthest >= effector.reach * (1.0 - 1e-12):
+            if farthest >= straight:
                 break
         self._farthest_found[index] = farthest
         return farthest
