@@ -2135,7 +2135,8 @@ class IkSolver:
         unreachable_after restarts end where the best pose is (within 0.1 % of the reach),
         none of them closer, the target is taken as out of reach (the seeds converge on the
         same residual) and the best pose is the answer; restarts that end farther off (in
-        another basin) neither confirm nor refute it.
+        another basin) neither confirm nor refute it. A best pose about as close as any pose
+        can come (_beyond_workspace) needs no restart at all.
         """
         tracking = solve.initial_miss <= self.closing_radius
         patience = self.restart_error if tracking else self.tolerance
