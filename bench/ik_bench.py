@@ -70,7 +70,7 @@ import subprocess
 import sys
 import time
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -180,32 +180,44 @@ def summary(times: list[tuple[float, float]]) -> dict[str, float]:
             'wall_p95_us': float(np.percentile(wall, 95))}
 
 
+T = TypeVar('T')
+
+
+def in_turns(names: Iterable[str], items: Iterable[T]) -> Iterator[tuple[T, str]]:
+    """
+    Yield (item, name) for every item and every name, the names' order rotated every item.
+
+    Each name goes first as often, so a shared machine's slow spells fall on all of them
+    alike and ratios between them hold.
+    """
+    order = list(names)
+    for item in items:
+        for name in order:
+            yield item, name
+        order.append(order.pop(0))
+
+
 def solve_targets(chain: Chain, solvers: dict[str, IkSolver], targets: np.ndarray,
                   seeds: list[np.ndarray | None]) -> dict[str, dict[str, Any]]:
     """
     Solve each target from its seed; per solver, success, time, iteration and stage figures.
 
-    The solvers take turns target by target (the order rotated every target: each solver
-    goes first as often), so the machine's slow spells fall on all of them alike and their
-    ratios hold.
+    The solvers take turns target by target (in_turns), so their ratios hold.
     """
     records = {name: ([], [], [], [], [], [], [], []) for name in solvers}
-    order = list(solvers)
-    for target, seed in zip(targets, seeds):
-        for name in order:
-            times, errors, violations, iterations, fabrik, closing, restarts, fabrik_share = \
-                records[name]
-            result, micros = timed_solve(solvers[name], target, seed)
-            times.append(micros)
-            errors.append(float(np.linalg.norm(chain.tip_position(result.q) - target)))
-            violations.append(limit_violation(chain, result.q))
-            iterations.append(result.iterations)
-            fabrik.append(result.fabrik_iterations)
-            closing.append(result.closing_steps)
-            restarts.append(result.restarts)
-            if result.initial_error > 0.0:
-                fabrik_share.append(1.0 - result.fabrik_error / result.initial_error)
-        order.append(order.pop(0))
+    for (target, seed), name in in_turns(solvers, zip(targets, seeds)):
+        times, errors, violations, iterations, fabrik, closing, restarts, fabrik_share = \
+            records[name]
+        result, micros = timed_solve(solvers[name], target, seed)
+        times.append(micros)
+        errors.append(float(np.linalg.norm(chain.tip_position(result.q) - target)))
+        violations.append(limit_violation(chain, result.q))
+        iterations.append(result.iterations)
+        fabrik.append(result.fabrik_iterations)
+        closing.append(result.closing_steps)
+        restarts.append(result.restarts)
+        if result.initial_error > 0.0:
+            fabrik_share.append(1.0 - result.fabrik_error / result.initial_error)
     figures = {}
     for name, (times, errors, violations, iterations, fabrik, closing, restarts,
                fabrik_share) in records.items():
@@ -403,8 +415,7 @@ def hard_cases(chain: Chain, count: int, rng: np.random.Generator,
     Uniform points in the reach sphere (split into reached and not by the current solver),
     far targets (1.2 to 2 reaches), each solved from the neutral seed: time median / p95 /
     max and mean remaining distance; the baseline solves the same targets in the same run,
-    the two taking turns target by target (the order rotated every target), so the
-    machine's slow spells fall on both alike.
+    the two taking turns target by target (in_turns).
     """
     solvers = {'now': IkSolver(chain)}
     if baseline is not None:
@@ -415,12 +426,9 @@ def hard_cases(chain: Chain, count: int, rng: np.random.Generator,
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     far = _anchor(chain) + directions * reach * rng.uniform(1.2, 2.0, (count // 4, 1))
     figures: dict[str, Any] = {name: {'sphere': [], 'far': []} for name in solvers}
-    order = list(solvers)
     for case, targets in (('sphere', points), ('far', far)):
-        for target in targets:
-            for name in order:
-                figures[name][case].append(timed_solve(solvers[name], target, None))
-            order.append(order.pop(0))
+        for target, name in in_turns(solvers, targets):
+            figures[name][case].append(timed_solve(solvers[name], target, None))
     reached = np.array([result.reached for result, _ in figures['now']['sphere']])
     out: dict[str, Any] = {'sphere_points': count, 'reachable_share': float(reached.mean())}
     for name, runs in figures.items():

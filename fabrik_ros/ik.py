@@ -2245,7 +2245,7 @@ class IkSolver:
         for state in starts[:_FARTHEST_STARTS]:
             distance = math.dist(state.points[point], anchor)
             damping = _NEWTON_DAMPING_START
-            for _ in range(_FARTHEST_STEPS if distance < straight else 0):
+            for _ in range(_FARTHEST_STEPS):
                 system = _free_system(state.q, effector_joints,
                                       *tree.hessian(state, index, -1.0, anchor), lower, upper)
                 if system is None or damping > _DAMPING_MAX:
