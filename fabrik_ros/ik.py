@@ -1489,8 +1489,10 @@ class _Orientations:
 
     def squares(self, state: _State) -> list[float]:
         """Return the squared orientation errors, as metres^2 (see the class docstring)."""
-        scale = self.scale
-        return [(scale * angle) ** 2 for angle, _, _ in self.errors(state)]
+        # turned * turned, as _one_effector_fit squares it: ** 2 (C's pow) may round
+        # differently, and the tracking path must answer the full solve's answer to the bit.
+        turns = [self.scale * angle for angle, _, _ in self.errors(state)]
+        return [turned * turned for turned in turns]
 
     def marker_goals(self, goals: list[tuple[float, float, float]]
                      ) -> list[tuple[float, float, float]]:

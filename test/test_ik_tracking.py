@@ -30,8 +30,8 @@ from fabrik_ros.ik import IkSolver
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
-from test_ik import (assert_within_limits, demo_arm, hypothesis_draws, pose_in_limits,
-                     random_pose, random_serial_chain)
+from test_ik import (assert_within_limits, demo_arm, hypothesis_draws, plain_draws,
+                     pose_in_limits, random_pose, random_serial_chain)
 
 RESULT_FIELDS = ('error', 'iterations', 'reached', 'fabrik_iterations', 'closing_steps',
                  'restarts', 'initial_error', 'fabrik_error', 'history', 'timed_out')
@@ -90,6 +90,21 @@ class TestAgreesWithTheFullSolve:
         assert_within_limits(chain, lean.q)
         np.testing.assert_allclose(lean.effector_positions[0], chain.tip_position(lean.q),
                                    atol=1e-12)
+
+    @pytest.mark.parametrize('seed, scale', [(174, 1e-3), (5071, 1e-2)])
+    def test_a_full_pose_small_move_answers_as_the_full_solve_to_the_last_bit(
+            self, seed, scale):
+        # Found by hypothesis: the full solve squared the orientation error with ** 2, the
+        # lean path with x * x, and their histories differed in the last bit.
+        real, integer = plain_draws(seed)
+        chain = random_serial_chain(real, integer, min_joints=6)
+        start = random_pose(chain, real)
+        move = np.array([real(-1.0, 1.0) for _ in range(chain.dof)]) * scale
+        pose = chain.tip_pose(np.clip(start + move, chain.lower, chain.upper))
+        solver = IkSolver(chain)
+        orientation = quaternion_from_rotation(pose[:3, :3])
+        assert_same_answer(solver.solve(pose[:3, 3], start, orientation=orientation),
+                           solver.solve(pose[:3, 3], start, trace=True, orientation=orientation))
 
     def test_a_tracked_path_is_the_full_solves_path(self):
         arm = demo_arm()
