@@ -2170,8 +2170,10 @@ class IkSolver:
             elif stretch and not solve.restarts and solve.best_fit.excess > self.tolerance \
                     and not solve.at_floor():
                 # Out of reach and not straight: once more from the best pose nudged off a
-                # saddle (joint axes in line with the target give every joint a zero gradient).
-                seed = self._nudged(solve.best.q)
+                # saddle (joint axes in line with the target give every joint a zero
+                # gradient), the joints it pinned at a limit released to mid-range (an elbow
+                # folded back against its stop ended up to 0.7 m farther than it could).
+                seed = self._nudged(self._released(solve.best.q))
             else:
                 break
             solve.restarts += 1

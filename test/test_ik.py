@@ -333,6 +333,21 @@ class TestOutOfReach:
             again = solver.solve(target, seed=result.q)
             assert again.error >= result.error - 1e-3 * solver.reach
 
+    @pytest.mark.parametrize('urdf, target', [
+        ('offset_arm.urdf', (-1.1117, 1.2924, -0.445)),
+        ('arm.urdf', (0.5666, -1.1623, 0.645)),
+    ])
+    def test_a_far_target_is_not_given_up_with_a_joint_folded_against_its_limit(
+            self, urdf, target):
+        # Here the first attempt ends with a joint pinned at a limit (the UR5's elbow
+        # folded back: 0.72 m farther than its best pose; the demo arm's: 0.56 m).
+        arm = Chain.from_urdf((REPO / 'urdf' / urdf).read_text(), 'base_link', 'tool0')
+        solver = IkSolver(arm)
+        result = solver.solve(target)
+        seeds = pose_in_limits(arm, np.random.default_rng(5).uniform(size=(30, arm.dof)))
+        best = min(solver.solve(target, seed=seed).error for seed in seeds)
+        assert result.error <= best + 1e-3 * solver.reach
+
 
 class TestClosingStepSolve:
     """The steps' linear solves: J^T (J J^T + d I)^-1 r at every size and rank; Newton's."""
