@@ -2168,7 +2168,7 @@ class IkSolver:
                 # mid-range (an elbow stuck straight, bent the wrong way), then at random.
                 seed = self._released(solve.best.q) if not solve.restarts else next(random_seeds)
             elif stretch and not solve.restarts and solve.best_fit.excess > self.tolerance \
-                    and not solve.at_floor():
+                    and (not solve.at_floor() or self._root_at_a_stop(solve)):
                 # Out of reach and not straight: once more from the best pose nudged off a
                 # saddle (joint axes in line with the target give every joint a zero
                 # gradient), the joints it pinned at a limit released to mid-range (an elbow
@@ -2188,6 +2188,29 @@ class IkSolver:
                 confirmed = 0
             elif ended < before + margin:
                 confirmed += 1
+
+    def _root_at_a_stop(self, solve: _Solve) -> bool:
+        """
+        Tell whether the best pose has a root joint of the pass at a stop over half a turn away.
+
+        Turned the other way round, a revolute root joint with more than half a turn of range
+        points its chain where its stop blocks it from this side: another basin, which the
+        basin test of a pose out of reach (_Solve.at_floor) cannot see. (The demo arm's base
+        at its stop, reaching back over the shoulder, ended up to 0.6 m farther than it
+        could.) A slide or a narrow root (a rail, a tentacle's segment) pushed to its end by a
+        far target is where it belongs.
+        """
+        q, tree = solve.best.q, solve.tree
+        for index in solve.effectors:
+            joints = tree.effectors[index].joints
+            if not joints:
+                continue
+            root = tree.joints[joints[0]]
+            coordinate = root.coordinate
+            if not root.prismatic and root.upper - root.lower > math.pi \
+                    and q[coordinate] in (self._lower[coordinate], self._upper[coordinate]):
+                return True
+        return False
 
     def _beyond_workspace(self, solve: _Solve, margin: float) -> bool:
         """
