@@ -2158,7 +2158,8 @@ class IkSolver:
             margin = max(margin, 2.0 * _EXPLORE_STALL * solve.best_fit.miss)
         random_seeds = iter(self._restart_seeds)
         confirmed = 0   # restarts since the last progress that ended at the best residual
-        while solve.restarts < self.max_restarts and confirmed != unreachable_after \
+        skipped = 0     # restarts that confirmed without being run (see below)
+        while solve.restarts + skipped < self.max_restarts and confirmed != unreachable_after \
                 and solve.has_budget():
             before = solve.best_fit.miss
             if before > patience:
@@ -2166,7 +2167,15 @@ class IkSolver:
                     break
                 # First from the best pose with the joints it pinned at a limit released to
                 # mid-range (an elbow stuck straight, bent the wrong way), then at random.
-                seed = self._released(solve.best.q) if not solve.restarts else next(random_seeds)
+                seed = self._released(solve.best.q) if not solve.restarts + skipped \
+                    else next(random_seeds)
+                if seed == solve.best.q and unreachable_after is not None:
+                    # Nothing pinned: this restart would only go on down the best pose's own
+                    # basin (the polish finishes it) and end at its residual. It confirms
+                    # without being run (and takes its place among max_restarts).
+                    skipped += 1
+                    confirmed += 1
+                    continue
             elif stretch and not solve.restarts and solve.best_fit.excess > self.tolerance \
                     and (not solve.at_floor() or self._root_at_a_stop(solve)):
                 # Out of reach and not straight: once more from the best pose nudged off a

@@ -693,6 +693,28 @@ class TestBudget:
             assert result.error <= best.error + 1e-3 * quick.reach
         assert holes >= 10
 
+    def test_no_restart_of_a_hole_starts_from_the_best_pose_itself(self, monkeypatch):
+        # A restart from the best pose (nothing pinned at a limit to release) cannot find
+        # another basin: it confirms the residual without being run.
+        arm = demo_arm()
+        solver = IkSolver(arm)
+        starts = []
+        attempt = ik._Solve.attempt
+
+        def recorded(solve, state, polish=False, band=0.0):
+            if band:    # a restart (the first attempt and the polish have no band)
+                starts.append(state.q == solve.best.q)
+            return attempt(solve, state, polish, band)
+
+        monkeypatch.setattr(ik._Solve, 'attempt', recorded)
+        rng = np.random.default_rng(12)
+        directions = rng.normal(size=(40, 3))
+        points = (directions / np.linalg.norm(directions, axis=1, keepdims=True)
+                  * solver.reach * rng.uniform(0.0, 1.0, (40, 1)) ** (1 / 3))
+        holes = sum(not solver.solve(point).reached
+                    for point in points + arm.joint_positions(arm.neutral())[0])
+        assert holes >= 10 and starts and not any(starts)
+
     def test_a_target_beyond_the_workspace_shell_needs_no_restart_to_end_as_close(self):
         # The UR5's links sum to 1.24 m, yet no pose takes its tool farther than 0.95 m
         # from the base joint: a target in between is out of reach whatever the seed.
