@@ -17,6 +17,10 @@ Shared test setup: loopback-only DDS, a ROS domain per pytest process, node fixt
 
 pytest imports this file before any test module, so the environment below is in place
 before anything imports rclpy, and the node processes that tests start inherit it.
+
+A test that needs a package that may be missing (the ament linters) skips inside the test,
+never at import: launch_testing's pytest plugin imports every test module of the folder
+while collecting, and a skip raised there hides all of them.
 """
 
 from collections.abc import Callable, Iterator, Mapping

@@ -18,17 +18,16 @@ from pathlib import Path
 
 import pytest
 
-ament_copyright = pytest.importorskip(
-    'ament_copyright.main',
-    reason='ament_copyright is not installed (a ROS package, not on PyPI): colcon test on a '
-           'ROS 2 install runs it')
-
 PACKAGE = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.copyright
 @pytest.mark.linter
 def test_copyright(monkeypatch):
+    ament_copyright = pytest.importorskip(
+        'ament_copyright.main',
+        reason='ament_copyright is not installed (a ROS package, not on PyPI): colcon test on '
+               'a ROS 2 install runs it')
     monkeypatch.chdir(PACKAGE)
     rc = ament_copyright.main(argv=['.', 'test'])
     assert rc == 0, 'Found files without the copyright notice (listed above)'

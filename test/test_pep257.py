@@ -18,11 +18,6 @@ from pathlib import Path
 
 import pytest
 
-ament_pep257_main = pytest.importorskip(
-    'ament_pep257.main',
-    reason='ament_pep257 is not installed (pip install -r requirements.txt, '
-           'or apt install ros-$ROS_DISTRO-ament-pep257)')
-
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # colcon output, should someone build inside the source folder.
 EXCLUDED = [str(PACKAGE_ROOT / folder) for folder in ('build', 'install', 'log')]
@@ -32,5 +27,9 @@ EXCLUDED = [str(PACKAGE_ROOT / folder) for folder in ('build', 'install', 'log')
 @pytest.mark.pep257
 def test_pep257() -> None:
     """Every docstring of the package follows PEP 257 as ament configures it."""
+    ament_pep257_main = pytest.importorskip(
+        'ament_pep257.main',
+        reason='ament_pep257 is not installed (pip install -r requirements.txt, '
+               'or apt install ros-$ROS_DISTRO-ament-pep257)')
     rc = ament_pep257_main.main(argv=[str(PACKAGE_ROOT), '--exclude', *EXCLUDED])
     assert rc == 0, 'Found docstring style errors (listed on stderr above)'

@@ -18,17 +18,16 @@ from pathlib import Path
 
 import pytest
 
-ament_xmllint = pytest.importorskip(
-    'ament_xmllint.main',
-    reason='ament_xmllint is not installed (a ROS package, not on PyPI): colcon test on a '
-           'ROS 2 install runs it')
-
 PACKAGE = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.linter
 @pytest.mark.xmllint
 def test_xmllint(monkeypatch):
+    ament_xmllint = pytest.importorskip(
+        'ament_xmllint.main',
+        reason='ament_xmllint is not installed (a ROS package, not on PyPI): colcon test on a '
+               'ROS 2 install runs it')
     monkeypatch.chdir(PACKAGE)
     rc = ament_xmllint.main(argv=['--extensions', 'xml', 'urdf', '--', '.'])
     assert rc == 0, 'Found XML errors (listed above)'
