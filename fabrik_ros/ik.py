@@ -2183,6 +2183,12 @@ class IkSolver:
                 # gradient), the joints it pinned at a limit released to mid-range (an elbow
                 # folded back against its stop ended up to 0.7 m farther than it could).
                 seed = self._nudged(self._released(solve.best.q))
+            elif stretch and solve.restarts == 1 and len(solve.effectors) == 1 \
+                    and solve.best_fit.excess > self.tolerance and self._root_at_a_stop(solve):
+                # Still turned to a stop after that: once from a random seed. (Released to
+                # mid-range, the demo arm's base turned back to the same stop for most of the
+                # far targets it had reached back over its shoulder for. Trees: no gain seen.)
+                seed = next(random_seeds)
             else:
                 break
             solve.restarts += 1

@@ -337,12 +337,14 @@ class TestOutOfReach:
         ('offset_arm.urdf', (-1.1117, 1.2924, -0.445)),
         ('arm.urdf', (0.5666, -1.1623, 0.645)),
         ('arm.urdf', (0.427, -0.9448, 1.1005)),
+        ('arm.urdf', (0.4654, -2.1525, -0.0595)),
     ])
     def test_a_far_target_is_not_given_up_with_a_joint_at_its_stop(self, urdf, target):
         # Here the first attempt ends with a joint pinned at a limit: the UR5's elbow
         # folded back (0.72 m farther than its best pose), the demo arm's elbow (0.56 m),
         # the demo arm's base turned to its stop, reaching back over the shoulder (0.36 m,
-        # in a basin out of reach: no saddle to nudge it off).
+        # in a basin out of reach: no saddle to nudge it off; and 0.63 m, where released to
+        # mid-range it turns back to the same stop).
         arm = Chain.from_urdf((REPO / 'urdf' / urdf).read_text(), 'base_link', 'tool0')
         solver = IkSolver(arm)
         result = solver.solve(target)
