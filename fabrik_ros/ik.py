@@ -2206,14 +2206,14 @@ class IkSolver:
 
     def _root_at_a_stop(self, solve: _Solve) -> bool:
         """
-        Tell whether the best pose has a root joint of the pass at a stop over half a turn away.
+        Tell whether a root joint of the pass, with over half a turn of range, is at a stop.
 
         Turned the other way round, a revolute root joint with more than half a turn of range
         points its chain where its stop blocks it from this side: another basin, which the
         basin test of a pose out of reach (_Solve.at_floor) cannot see. (The demo arm's base
-        at its stop, reaching back over the shoulder, ended up to 0.6 m farther than it
+        at its stop, reaching back over the shoulder, ended up to 0.65 m farther than it
         could.) A slide or a narrow root (a rail, a tentacle's segment) pushed to its end by a
-        far target is where it belongs.
+        far target is where it belongs. Looks at the best pose.
         """
         q, tree = solve.best.q, solve.tree
         for index in solve.effectors:
