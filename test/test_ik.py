@@ -676,16 +676,21 @@ class TestBudget:
             result = IkSolver(arm, max_iterations=cap, unreachable_after=None).solve(self.HOLE)
             assert result.fabrik_iterations + result.closing_steps == result.iterations <= cap
 
+    @staticmethod
+    def sphere_points(arm: Chain, reach: float) -> np.ndarray:
+        """Return 40 points uniform in the ball of `reach` around the first joint (fixed)."""
+        rng = np.random.default_rng(12)
+        directions = rng.normal(size=(40, 3))
+        return (directions / np.linalg.norm(directions, axis=1, keepdims=True)
+                * reach * rng.uniform(0.0, 1.0, (40, 1)) ** (1 / 3)
+                + arm.joint_positions(arm.neutral())[0])
+
     def test_a_hole_in_the_workspace_stops_restarting_and_ends_as_close_as_all_restarts(self):
         arm = demo_arm()
-        rng = np.random.default_rng(12)
         quick, exhaustive = IkSolver(arm), IkSolver(arm, unreachable_after=None,
                                                     max_iterations=10000)
-        directions = rng.normal(size=(40, 3))
-        points = (directions / np.linalg.norm(directions, axis=1, keepdims=True)
-                  * quick.reach * rng.uniform(0.0, 1.0, (40, 1)) ** (1 / 3))
         holes = 0
-        for point in points + arm.joint_positions(arm.neutral())[0]:
+        for point in self.sphere_points(arm, quick.reach):
             best = exhaustive.solve(point)
             if best.reached:
                 continue
@@ -709,12 +714,8 @@ class TestBudget:
             return attempt(solve, state, polish, band)
 
         monkeypatch.setattr(ik._Solve, 'attempt', recorded)
-        rng = np.random.default_rng(12)
-        directions = rng.normal(size=(40, 3))
-        points = (directions / np.linalg.norm(directions, axis=1, keepdims=True)
-                  * solver.reach * rng.uniform(0.0, 1.0, (40, 1)) ** (1 / 3))
         holes = sum(not solver.solve(point).reached
-                    for point in points + arm.joint_positions(arm.neutral())[0])
+                    for point in self.sphere_points(arm, solver.reach))
         assert holes >= 10 and starts and not any(starts)
 
     def test_a_target_beyond_the_workspace_shell_needs_no_restart_to_end_as_close(self):
