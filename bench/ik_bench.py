@@ -426,9 +426,13 @@ def hard_cases(chain: Chain, count: int, rng: np.random.Generator,
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     far = _anchor(chain) + directions * reach * rng.uniform(1.2, 2.0, (count // 4, 1))
     figures: dict[str, Any] = {name: {'sphere': [], 'far': []} for name in solvers}
-    for case, targets in (('sphere', points), ('far', far)):
-        for target, name in in_turns(solvers, targets):
-            figures[name][case].append(timed_solve(solvers[name], target, None))
+    # Far targets spread evenly among the sphere points: the far / reachable ratios compare
+    # times taken in the same spells of a shared machine.
+    mixed = sorted([(i / len(points), 'sphere', target) for i, target in enumerate(points)]
+                   + [((i + 0.5) / len(far), 'far', target) for i, target in enumerate(far)],
+                   key=lambda entry: entry[0])
+    for (_, case, target), name in in_turns(solvers, mixed):
+        figures[name][case].append(timed_solve(solvers[name], target, None))
     reached = np.array([result.reached for result, _ in figures['now']['sphere']])
     out: dict[str, Any] = {'sphere_points': count, 'reachable_share': float(reached.mean())}
     for name, runs in figures.items():
