@@ -2179,13 +2179,14 @@ class IkSolver:
                     confirmed += 1
                     continue
             elif stretch and not solve.restarts and solve.best_fit.excess > self.tolerance:
-                # Out of reach and not straight: once more from the best pose nudged off a
-                # saddle (joint axes in line with the target give every joint a zero
-                # gradient), the joints it pinned at a limit released to mid-range (an elbow
-                # folded back against its stop ended up to 0.7 m farther than it could).
-                # From the pose as the first attempt left it: where the polish settles the
-                # demo arm's wrist straight (its roll then flat), a nudge no longer finds
-                # the closer basin with the wrist bent sideways.
+                # Out of reach and not straight, unless the (polished) best pose is a basin's
+                # floor with no root at a stop: once more from the first attempt's pose
+                # nudged off a saddle (joint axes in line with the target give every joint a
+                # zero gradient), the joints it pinned at a limit released to mid-range (an
+                # elbow folded back against its stop ended up to 0.7 m farther than it
+                # could). Not from the polished pose: where the polish settles the demo arm's
+                # wrist straight (its roll then flat), a nudge no longer finds the closer
+                # basin with the wrist bent sideways.
                 early = solve.best.q
                 if solve.settles_in_basin() and not self._root_at_a_stop(solve):
                     break
