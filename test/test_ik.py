@@ -737,6 +737,28 @@ class TestBudget:
                     for point in self.sphere_points(arm, solver.reach))
         assert holes >= 10 and starts and not any(starts)
 
+    def test_a_restart_back_at_the_best_residual_after_fabrik_confirms_it_there(
+            self, monkeypatch):
+        # Its closing steps would only creep down to about the same floor.
+        arm = demo_arm()
+        solver = IkSolver(arm)
+        restarts = []   # per restart: (its band, where it ended, closing steps it took)
+        attempt = ik._Solve.attempt
+
+        def recorded(solve, state, polish=False, band=0.0):
+            steps = solve.closing_steps
+            ended = attempt(solve, state, polish, band)
+            if band:    # a restart (the first attempt and the polish have no band)
+                restarts.append((band, ended, solve.closing_steps - steps))
+            return ended
+
+        monkeypatch.setattr(ik._Solve, 'attempt', recorded)
+        holes = sum(not solver.solve(point).reached
+                    for point in self.sphere_points(arm, solver.reach))
+        confirmed_at_once = [ended < band for band, ended, steps in restarts if not steps]
+        assert holes >= 10 and len(confirmed_at_once) >= 3
+        assert all(confirmed_at_once)
+
     def test_a_target_beyond_the_workspace_shell_needs_no_restart_to_end_as_close(self):
         # The UR5's links sum to 1.24 m, yet no pose takes its tool farther than 0.95 m
         # from the base joint: a target in between is out of reach whatever the seed.
