@@ -2210,7 +2210,8 @@ class IkSolver:
                 # reach their targets: only the branches that miss start afresh (a random
                 # pose of every leg from the start rarely has all of them land at once).
                 seed, base = self._missing_branches(solve, seed, patience), solve.best.base
-            ended = solve.attempt(solve.tree.sweep(seed, base), band=before + margin)
+            ended = solve.attempt(solve.tree.sweep(seed, base), band=before + margin,
+                                  confirms=unreachable_after is not None)
             if solve.best_fit.miss < before - margin:
                 confirmed = 0
             elif before > patience and ended < before + margin:
@@ -2982,15 +2983,17 @@ class _Solve:
         if self.trace is not None:
             self.trace.append(np.array(self.pose()))
 
-    def attempt(self, state: _State, polish: bool = False, band: float = 0.0) -> float:
+    def attempt(self, state: _State, polish: bool = False, band: float = 0.0,
+                confirms: bool = False) -> float:
         """
         Run FABRIK, then closing steps, from one seed state, within the solve's budget.
 
         polish: closing steps only, until they stall strictly (see _EXPLORE_STALL); Newton
         steps where they apply (see _newton_step). band: metres, given to restarts; below it
         the attempt has come back to the best residual: closing steps that creep
-        (_CONFIRM_STALL) end it, and within reach so does a FABRIK stage that ends there
-        without improving on the best pose. Returns _Score.miss (metres) where it ended.
+        (_CONFIRM_STALL) end it. confirms: the restart counts toward unreachable_after; then
+        within reach a FABRIK stage that ends below the band without improving on the best
+        pose ends it too. Returns _Score.miss (metres) where the attempt ended.
         """
         solver = self.solver
         tolerance = solver.tolerance
@@ -3021,10 +3024,12 @@ class _Solve:
                     break
         if math.isnan(self.fabrik_error):
             self.fabrik_error = fit.error
-        if band and not self.stretch and self.best_fit.miss < fit.miss < band:
+        if confirms and not self.stretch and self.best_fit.miss < fit.miss < band:
             # A restart back at the best residual confirms it as it is: its closing steps
             # would creep down to about the same floor (the demo arm's holes: 0.94x the
-            # time). One that improved on the best goes on, to see how far.
+            # time). One that improved on the best goes on, to see how far; so do the
+            # restarts of a solve that runs them all (they confirm nothing, and a floor a
+            # little below the best pose's is worth their steps).
             return fit.miss
         # Trees keep Gauss-Newton: with held effectors the exact optimum of the weighted
         # objective trades held drift for the far effector's last micrometres.

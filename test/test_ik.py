@@ -727,10 +727,10 @@ class TestBudget:
         starts = []
         attempt = ik._Solve.attempt
 
-        def recorded(solve, state, polish=False, band=0.0):
+        def recorded(solve, state, polish=False, band=0.0, confirms=False):
             if band:    # a restart (the first attempt and the polish have no band)
                 starts.append(state.q == solve.best.q)
-            return attempt(solve, state, polish, band)
+            return attempt(solve, state, polish, band, confirms)
 
         monkeypatch.setattr(ik._Solve, 'attempt', recorded)
         holes = sum(not solver.solve(point).reached
@@ -745,9 +745,9 @@ class TestBudget:
         restarts = []   # per restart: (its band, where it ended, closing steps it took)
         attempt = ik._Solve.attempt
 
-        def recorded(solve, state, polish=False, band=0.0):
+        def recorded(solve, state, polish=False, band=0.0, confirms=False):
             steps = solve.closing_steps
-            ended = attempt(solve, state, polish, band)
+            ended = attempt(solve, state, polish, band, confirms)
             if band:    # a restart (the first attempt and the polish have no band)
                 restarts.append((band, ended, solve.closing_steps - steps))
             return ended
