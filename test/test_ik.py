@@ -364,6 +364,21 @@ class TestOutOfReach:
         assert result.restarts == 0
         assert result.error <= self.best_of_seeds(solver, target) + 1e-9
 
+    @pytest.mark.parametrize('target', [
+        (-0.358, -0.1705, -1.5083), (-0.5352, -1.2711, -1.9185), (0.78, -0.3861, 1.6393),
+        (-0.2043, 0.604, 2.2514)])
+    def test_a_far_target_of_an_arm_with_offsets_needs_no_retry(self, target):
+        # No straight line is a pose of the UR5 (its links are offset sideways). Fitted
+        # whole, not laid on that line (where its elbow folded onto its stop, a saddle), its
+        # first attempt ends on the slope into the basin the retry found, and the polish
+        # finishes it there.
+        arm = Chain.from_urdf((REPO / 'urdf' / 'offset_arm.urdf').read_text(), 'base_link',
+                              'tool0')
+        solver = IkSolver(arm)
+        result = solver.solve(target)
+        assert result.restarts == 0
+        assert result.error <= self.best_of_seeds(solver, target) + 1e-9
+
     @staticmethod
     def best_of_seeds(solver: IkSolver, target) -> float:
         """Return the smallest error of solves from 30 random seeds in the limits (fixed)."""
