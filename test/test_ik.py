@@ -799,7 +799,9 @@ class TestBudget:
     @given(chain_and_poses(poses=0), st.integers(0, 2 ** 32 - 1))
     def test_no_pose_takes_the_tip_farther_from_its_anchor_than_the_shell(self, drawn, seed):
         # The bound that ends restarts beyond the shell must hold for every pose, else a
-        # reachable target there would be given up.
+        # reachable target there would be given up: within the margin _beyond_workspace
+        # leaves the local search of the farthest pose (hypothesis found a 5-joint chain
+        # whose search stopped 0.2 mm short of a random pose, under 0.07 % of its reach).
         chain, = drawn
         solver = IkSolver(chain)
         tree = solver._tree
@@ -807,7 +809,7 @@ class TestBudget:
         poses = pose_in_limits(chain, np.random.default_rng(seed).uniform(
             size=(300, chain.dof)))
         farthest = max(np.linalg.norm(chain.tip_position(q) - anchor) for q in poses)
-        assert farthest <= solver._farthest(0) + 1e-9
+        assert farthest <= solver._farthest(0) + ik._BEYOND_SHELL * solver.reach
 
     def test_bad_timeouts_are_refused(self):
         for timeout in (0.0, -1.0, math.nan, 'soon', True):
