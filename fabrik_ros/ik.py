@@ -2157,7 +2157,17 @@ class IkSolver:
         tracking = solve.initial_miss <= self.closing_radius
         patience = self.restart_error if tracking else self.tolerance
         if stretch or solve.best_fit.miss > patience:   # else no restart would start
+            if tracking and not stretch:
+                # The seed's branch is kept against answers no more than a tolerance closer
+                # elsewhere: a restart of the UR5 tracking a target just beyond its shell
+                # ended 0.02 mm closer, before the polish that brings both to the same floor,
+                # with a wrist joint turned a full turn and its last joint anywhere.
+                # (Restarts stop early, still creeping down: one ending 1 mm closer may lie in
+                # a basin far deeper. Out of reach the retries leave a saddle or a stop: they
+                # are taken.)
+                solve.hold = self.tolerance
             self._explore(solve, start, stretch, patience, unreachable_after)
+            solve.hold = 0.0
         if solve.best_error > self.tolerance and solve.best_fit.excess > _STALL * self.tolerance:
             # Explored attempts stopped early (see _EXPLORE_STALL), and so did the first
             # attempt out of reach (its nudged retry would only creep down the same tail).
@@ -2872,6 +2882,7 @@ class _Solve:
                        for index in group.effectors]
         self._best: _State | None = None
         self._best_q: list[float] = []
+        self.hold = 0.0     # metres, see _accept
         self._best_base = (0.0, 0.0, 0.0)
         self.best_fit = _Score(math.inf, math.inf, math.inf, [], math.inf,
                                (math.inf,) * len(groups))
@@ -2978,6 +2989,8 @@ class _Solve:
 
         Groups of effectors that share no joint are independent: where the state is better
         for some groups only, their joints are taken into the best pose, the others kept.
+        A hold (metres, see IkSolver._restart) keeps the best pose of one group against
+        states that neither reach the targets nor come closer by more than it.
         """
         best = self.best_fit
         better = [group for group, share, best_share in zip(self.groups, fit.shares, best.shares)
@@ -2990,7 +3003,8 @@ class _Solve:
                 for effector in group.effectors:
                     distances[effector] = fit.distances[effector]
             self._best_q, self._best, self.best_fit = q, None, self.score(distances)
-        elif fit.objective < best.objective:
+        elif fit.objective < best.objective and (not self.hold or fit.miss < best.miss - self.hold
+                                                 or fit.error <= self.solver.tolerance):
             self._best_q, self._best_base, self._best, self.best_fit = \
                 state.q, state.base, state, fit
         self.history.append(math.sqrt(self.best_fit.objective + self.rest_objective))

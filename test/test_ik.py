@@ -529,6 +529,21 @@ class TestWarmStart:
             assert np.max(np.abs(result.q - q)) < 0.05
             q = result.q
 
+    def test_a_restart_about_as_close_elsewhere_does_not_take_the_tracked_pose(self):
+        # Tracked just beyond the UR5's workspace shell the seed misses by 9.4 mm, so
+        # restarts run; one ended 0.02 mm closer (the polish brings both to the same floor)
+        # with a wrist joint turned a full turn (2 pi) and the last one anywhere. The seed's
+        # branch is kept.
+        arm = Chain.from_urdf((REPO / 'urdf' / 'offset_arm.urdf').read_text(), 'base_link',
+                              'tool0')
+        solver = IkSolver(arm)
+        seed = np.array([1.9704, -0.3222, 0.0001, -0.8654, 1.3675, 0.7182])
+        target = (-0.4658, 0.7802, 0.3969)
+        result = solver.solve(target, seed=seed)
+        assert result.restarts > 0
+        assert np.max(np.abs(result.q - seed)) < 0.05
+        assert result.error <= TestOutOfReach.best_of_seeds(solver, target) + 1e-9
+
     def test_narrow_joints_track_without_being_pushed_to_and_fro(self):
         # Near a limit a closing step slows a joint and pushes it back toward mid-range. The
         # tentacle's joints span 1 rad: a margin of 0.3 rad at each end covered 60 % of that,
