@@ -3031,7 +3031,7 @@ class _Solve:
             self.initial_error = max(self.initial_error, fit.error)
         if not polish:      # a polish starts from the best pose, logged already
             self._accept(state, fit)
-        # Out of reach, FABRIK's next-point fit finishes the straight line itself.
+        # Out of reach, FABRIK's fit to the straight line goes all the way itself.
         closing_radius = solver.closing_radius if not self.stretch else 0.0
         fits = self.retry_fits if self.restarts else self.fits
         if fit.excess > closing_radius and not polish:
