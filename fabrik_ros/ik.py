@@ -1639,8 +1639,10 @@ class IkSolver:
     where every joint point turns about two or more axes (universal or ball joints,
     FABRIK's own model: each point can take the next one's FABRIK position, and the classic
     pass needs fewer iterations) and 'chain' otherwise (hinges and arms, whose points
-    cannot: the whole chain is the better compromise). Out-of-reach targets always fit the
-    next points, every farther point breaking ties.
+    cannot: the whole chain is the better compromise). Out of reach, FABRIK lays the chain
+    on the straight line to the target; joints fit the next points on it, every farther
+    point breaking ties, except in the first attempt of a single chain fitted 'chain'
+    toward a position target, which keeps the whole-chain fit (see solve).
     fabrik_gain, closing_radius: FABRIK iterates while each iteration cuts the error below
     fabrik_gain times the previous one and the error exceeds closing_radius (metres,
     default 10 % of the reach); then damped least-squares steps close the rest, quadratic
