@@ -150,10 +150,9 @@ def test_position_only_answers_are_unchanged_by_orientation_support():
     """
     Position-only solves give the joint vectors recorded before orientations existed.
 
-    Targets the recorded answer missed (out of reach) end at least as close as it did. The
-    random chains' answers where a joint spans less than 2 rad were recorded again when its
-    limit margin became at most 15 % of its range, and 24 answers again when a joint at a
-    limit that the error draws past it was held there (they reach the same targets).
+    Targets the recorded answer missed (out of reach) end at least as close as it did.
+    Reachable answers that a later change of the closing steps moved to another solution
+    of the same target were recorded again (the data file's git log says which and why).
     """
     cases = json.loads((REPO / 'test' / 'data' / 'position_only_reference.json').read_text())
     robots = {'arm': demo_arm(), 'offset_arm': offset_arm(), 'dual_arm': robot('dual_arm')}
