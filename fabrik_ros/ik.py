@@ -2522,9 +2522,38 @@ def _free_system(q: list[float], joints: Sequence[int], descent: list[float],
     if len(free) == len(q):     # every joint free: the whole triangle as it is
         hessian, gradient = full, descent
     else:
-        hessian = [[full[j][k] for k in free[:row + 1]] for row, j in enumerate(free)]
+        hessian = _sub_triangle(full, free)
         gradient = [descent[j] for j in free]
     return free, hessian, gradient, max(max(row[-1] for row in hessian), _DAMPING_FLOOR)
+
+
+def _sub_triangle(triangle: list[list[float]], indices: list[int]) -> list[list[float]]:
+    """Return the lower triangle, by rows, of rows and columns `indices` (ascending) of one."""
+    return [[triangle[i][k] for k in indices[:row + 1]] for row, i in enumerate(indices)]
+
+
+def _held_newton_step(q: list[float], moved: list[float], held: list[int], free: list[int],
+                      hessian: list[list[float]], descent: list[float], shift: float,
+                      lower: list[float], upper: list[float]) -> list[float]:
+    """
+    Return a Newton step's joints with those `held` at their limit and the others solved again.
+
+    hessian, descent: Newton's system over the `free` joints (see _free_system); moved: q
+    plus the step, clamped; held: the joints it clamped. Their change d_h moves the others'
+    right-hand side: (H_rr + shift I) d_r = descent_r - H_rh d_h.
+    """
+    held_set = set(held)
+    rest = [row for row, j in enumerate(free) if j not in held_set]
+    if not rest:
+        return moved
+    changes = [(row, moved[j] - q[j]) for row, j in enumerate(free) if j in held_set]
+    aim = [descent[r] - sum((hessian[r][h] if h <= r else hessian[h][r]) * change
+                            for h, change in changes) for r in rest]
+    moved = list(moved)
+    for r, change in zip(rest, _shifted_solve(_sub_triangle(hessian, rest), aim, shift)):
+        j = free[r]
+        moved[j] = min(max(q[j] + change, lower[j]), upper[j])
+    return moved
 
 
 def _is_mapping(value: object) -> bool:
@@ -3162,9 +3191,17 @@ class _Solve:
                 continue
             if sum(map(mul, step, gradient)) < least:  # about the model's gain: converged
                 return None
-            moved = list(q)
+            full_step = [0.0] * len(q)
             for j, change in zip(free, step):
-                moved[j] = min(max(moved[j] + change, lower[j]), upper[j])
+                full_step[j] = change
+            moved, held = _clamped(q, full_step, lower, upper)
+            if held:
+                # Those joints stop at their limit and the others' step is solved again
+                # without them (as for closing steps, IkSolver._limited_step): clamped alone,
+                # the step left Newton's direction, the damping rose until no joint reached
+                # the limit, and the polish crept (a random chain's stopped 5 um short).
+                moved = _held_newton_step(q, moved, held, free, hessian, gradient,
+                                          damping * scale, lower, upper)
             candidate = tree.sweep(moved, state.base)
             new_fit = self.measure(candidate)
             if new_fit.objective < fit.objective:

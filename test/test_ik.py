@@ -419,6 +419,38 @@ class TestClosingStepSolve:
         expected = np.linalg.solve(matrix + shift * np.eye(size), residual)
         assert np.linalg.norm(np.array(solution) - expected) <= 1e-6 * np.linalg.norm(expected)
 
+    @settings(max_examples=100, deadline=None)
+    @given(st.integers(2, 10), st.floats(1e-6, 1.0), st.integers(0, 2 ** 32 - 1))
+    def test_newton_step_with_joints_held_at_limits_solves_for_the_others(self, size, shift,
+                                                                          seed):
+        # Held joints move to their limit; the others' step solves the shifted system with
+        # that motion on the right-hand side, and is clamped into the limits.
+        rng = np.random.default_rng(seed)
+        root = rng.normal(size=(size, size))
+        matrix = root @ root.T + 1e-3 * np.eye(size)
+        descent = rng.normal(size=size)
+        free = sorted(rng.choice(size + 2, size, replace=False).tolist())
+        q = rng.uniform(-1.0, 1.0, size + 2).tolist()
+        lower, upper = [-1.5] * (size + 2), [1.5] * (size + 2)
+        held_rows = sorted(rng.choice(size, rng.integers(1, size), replace=False).tolist())
+        moved = list(q)
+        for row in held_rows:
+            moved[free[row]] = rng.choice([-1.5, 1.5])
+        triangle = [row[:index + 1] for index, row in enumerate(matrix.tolist())]
+        result = ik._held_newton_step(q, moved, [free[row] for row in held_rows], free,
+                                      triangle, descent.tolist(), shift, lower, upper)
+        rest = [row for row in range(size) if row not in held_rows]
+        change = np.array([moved[j] - q[j] for j in free])
+        aim = descent[rest] - matrix[np.ix_(rest, held_rows)] @ change[held_rows]
+        expected = np.linalg.solve(matrix[np.ix_(rest, rest)] + shift * np.eye(len(rest)), aim)
+        for row in held_rows:
+            assert result[free[row]] == moved[free[row]]
+        for row, step in zip(rest, expected):
+            assert result[free[row]] == pytest.approx(np.clip(q[free[row]] + step, -1.5, 1.5),
+                                                      abs=1e-7 * (1.0 + abs(step)))
+        for j in set(range(size + 2)) - set(free):
+            assert result[j] == q[j]
+
     @pytest.mark.parametrize('size', [2, 20])
     def test_newton_solve_refuses_an_indefinite_system(self, size):
         matrix = np.eye(size)
