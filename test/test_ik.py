@@ -799,6 +799,41 @@ class TestBudget:
                     for point in self.sphere_points(arm, solver.reach))
         assert holes >= 10 and starts and not any(starts)
 
+    def test_a_hole_is_settled_by_one_restart_from_the_mapped_pose_nearest_it(
+            self, monkeypatch):
+        # The workspace map: random poses and where they take the tool. The first restart
+        # starts from the mapped pose whose tool lies nearest the target; back at the best
+        # residual (within the band), not closer, it settles the hole: the solve ends.
+        arm = demo_arm()
+        solver = IkSolver(arm)
+        first = []  # per solve: the first restart's distance from the target, and if it settles
+        attempt = ik._Solve.attempt
+
+        def recorded(solve, state, polish=False, band=0.0, confirms=False):
+            if not band or solve.restarts != 1:     # (not a restart, or not the first)
+                return attempt(solve, state, polish, band, confirms)
+            start = math.dist(state.points[solve.goal_points[0]], solve.goals[0])
+            before = solve.best_fit.miss
+            ended = attempt(solve, state, polish, band, confirms)
+            first.append((start, ended < band and solve.best_fit.miss >= 2 * before - band))
+            return ended
+
+        monkeypatch.setattr(ik._Solve, 'attempt', recorded)
+        holes = settled = 0
+        for point in self.sphere_points(arm, solver.reach):
+            first.clear()
+            result = solver.solve(point)
+            if result.reached or not result.restarts:    # (none: beyond the shell)
+                continue
+            holes += 1
+            _, points, _ = solver._workspace_map
+            (start, settles), = first
+            assert start == pytest.approx(np.linalg.norm(points[:, 0] - point, axis=1).min(),
+                                          abs=1e-12)
+            assert result.restarts == 1 or not settles
+            settled += settles
+        assert holes >= 10 and settled >= holes / 2
+
     def test_a_restart_back_at_the_best_residual_after_fabrik_confirms_it_there(
             self, monkeypatch):
         # Its closing steps would only creep down to about the same floor.
