@@ -132,6 +132,19 @@ def test_outputs_that_are_off_are_not_advertised(make_node):
     assert not topics & {'/ik_node/joint_trajectory', '/ik_node/commands'}
 
 
+def test_only_the_subscriptions_wake_the_executor_for_qos_events(make_node):
+    # Every waitable costs the executor's Python loop on each wake-up: the publishers go
+    # without rclpy's default QoS event handlers (their subscribers report a mismatch), the
+    # subscriptions keep theirs (a target publisher with incompatible QoS is reported here).
+    node = make_node(**ARM_FILE, outputs=['joint_state', 'joint_trajectory', 'forward_command'],
+                     feedback_topic='joint_states_feedback')
+    assert len(list(node.publishers)) >= 6
+    assert not any(publisher.event_handlers for publisher in node.publishers)
+    assert all(subscription.event_handlers for subscription in node.subscriptions)
+    assert len(list(node.waitables)) == sum(len(subscription.event_handlers)
+                                            for subscription in node.subscriptions)
+
+
 @pytest.mark.parametrize('rviz_targets, namespace, expected', [
     (False, '', set()),
     (True, '', {'/clicked_point', '/goal_pose'}),
