@@ -2259,7 +2259,7 @@ class IkSolver:
                 # as the map tells, and back at the best residual: that settles it. (Random
                 # chains of 4-7 joints from random seeds: 11 and 12 of 1200 and 2000
                 # reachable targets left unreached, against 32 and 40 with two confirming
-                # restarts from the released and a random seed; the demo arm's holes 0.9x.)
+                # restarts from the released and a random seed; the demo arm's holes 0.87x.)
                 confirmed = unreachable_after
             elif before > patience and ended < before + margin:
                 confirmed += 1  # (retries out of reach have their own bounds above)
@@ -2382,7 +2382,7 @@ class IkSolver:
 
         The map: _MAP_SAMPLES random poses in the restart seeds' box and where their
         effectors are (pinned root), built on first need (as many forward sweeps: the demo
-        arm's take 6 ms, which can take that one solve past its time budget) and kept. A
+        arm's take 4 ms, which can take that one solve past its time budget) and kept. A
         target in reach lies near some mapped effector point, usually in the basin of its
         pose; a hole's nearest mapped pose ends about where the workspace comes closest.
         """

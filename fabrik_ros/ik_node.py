@@ -92,8 +92,8 @@ class IkNode(Node):
 
         Each handler (incompatible QoS, incompatible type) is a waitable that rclpy's
         executor goes through in Python on every wake-up: the node's four to eight of them
-        cost more CPU per target than the solve (node_bench: 75 % of a core at 750 targets/s
-        with them, 53 % without, the echo 45 %). The subscriber on the other end of a
+        cost more CPU per target than the solve (node_bench at 750 targets/s: 68-75 % of a
+        core with them, 59-60 % without, the echo 38-47 %). The subscriber on the other end of a
         mismatch still reports it, as rclpy's and rclcpp's subscribers do by default; the
         node's own subscriptions keep theirs.
         """
