@@ -201,6 +201,23 @@ def test_a_bad_configuration_stops_the_node_with_the_reason(make_node, params, c
         make_node(**ARM_FILE, **params)
 
 
+@pytest.mark.parametrize('offset, refused', [
+    (0.0, ''), (-0.4, ''), (-3.0, 'ago'), (2.5, 'in the future'), (None, '')])
+def test_a_target_stamped_beyond_the_target_timeout_is_refused(make_node, offset, refused):
+    # Its age is the node clock's now less the stamp, either way; unstamped counts as new.
+    node = make_node(**ARM_FILE, target_timeout=0.5)
+    published = []
+    node._commands.publishers['joint_state'].publish = published.append
+    header = Header(frame_id='base_link')
+    if offset is not None:
+        nanoseconds = node.get_clock().now().nanoseconds + int(offset * 1e9)
+        header.stamp.sec, header.stamp.nanosec = divmod(nanoseconds, 1_000_000_000)
+    node._on_target(Target(node._model.tip_position(node._model.neutral())), header, None)
+    controller = node._controller
+    assert bool(published) == (not refused) and controller.refused == bool(refused)
+    assert refused in controller.last_refusal
+
+
 def test_joint_states_carry_the_mimic_followers(make_node):
     """robot_state_publisher needs every joint: followers at multiplier * leader + offset."""
     node = make_node(robot_description_file='urdf/finger.urdf', base_link='palm',
