@@ -151,7 +151,7 @@ def test_position_only_answers_are_unchanged_by_orientation_support():
     Position-only solves give the joint vectors recorded before orientations existed.
 
     Targets the recorded answer missed (out of reach) end at least as close as it did.
-    Reachable answers that a later change of the closing steps moved to another solution
+    Reachable answers that a later change of the solver moved to another solution
     of the same target were recorded again (the data file's git log says which and why).
     """
     cases = json.loads((REPO / 'test' / 'data' / 'position_only_reference.json').read_text())
