@@ -52,12 +52,16 @@ class TargetError(ValueError):
 
 def point_array(point: Point) -> np.ndarray:
     """Return a geometry_msgs Point as a (3,) array, refusing NaN, inf and absurd sizes."""
-    xyz = [point.x, point.y, point.z]  # plain floats: checks on them cost no numpy call
-    if not all(map(math.isfinite, xyz)):
-        raise TargetError(f'target position {xyz} is not finite')
-    if max(map(abs, xyz)) > MAX_COORDINATE_M:
+    x, y, z = point.x, point.y, point.z
+    # One comparison chain on plain floats for every target (NaN fails it too); which
+    # check failed is worked out only for a refusal.
+    if not (abs(x) <= MAX_COORDINATE_M and abs(y) <= MAX_COORDINATE_M
+            and abs(z) <= MAX_COORDINATE_M):
+        xyz = [x, y, z]
+        if not all(map(math.isfinite, xyz)):
+            raise TargetError(f'target position {xyz} is not finite')
         raise TargetError(f'target position {xyz} is farther than {MAX_COORDINATE_M:g} m')
-    return np.array(xyz)
+    return np.array((x, y, z))
 
 
 def quaternion_array(quaternion: Quaternion) -> np.ndarray:
@@ -67,15 +71,16 @@ def quaternion_array(quaternion: Quaternion) -> np.ndarray:
     Refuses NaN/inf, norms that overflow (the result would be all zeros) and (near) zero
     quaternions, which describe no rotation at all.
     """
-    xyzw = [quaternion.x, quaternion.y, quaternion.z, quaternion.w]
-    if not all(map(math.isfinite, xyzw)):
-        raise TargetError(f'target orientation {xyzw} is not finite')
-    norm = math.sqrt(sum(value * value for value in xyzw))  # inf where it overflows
-    if not math.isfinite(norm):
-        raise TargetError(f'target orientation {xyzw} has a norm that overflows')
-    if norm < MIN_QUATERNION_NORM:
+    x, y, z, w = quaternion.x, quaternion.y, quaternion.z, quaternion.w
+    norm = math.sqrt(x * x + y * y + z * z + w * w)  # NaN or inf unless all are finite
+    if not MIN_QUATERNION_NORM <= norm < math.inf:
+        xyzw = [x, y, z, w]
+        if not all(map(math.isfinite, xyzw)):
+            raise TargetError(f'target orientation {xyzw} is not finite')
+        if norm == math.inf:
+            raise TargetError(f'target orientation {xyzw} has a norm that overflows')
         raise TargetError(f'target orientation {xyzw} is a zero quaternion')
-    return np.array(xyzw) / norm
+    return np.array((x / norm, y / norm, z / norm, w / norm))
 
 
 def transform_point(translation: np.ndarray, xyzw: np.ndarray,
