@@ -15,9 +15,9 @@
 """
 Chains and legged trees from plain parameters: segment count, lengths, joint axes, limits.
 
-A tentacle, an arm or a spider without writing URDF (config chain.segments, chain.legs);
-the result is a fabrik_ros.chain.Chain like any other. Imports numpy and the standard
-library only.
+A tentacle, an arm or a spider without writing URDF (config chain.segments, chain.legs):
+the parts a Chain is built from, like those read from a URDF. Imports numpy and the
+standard library only.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import math
 from typing import Sequence
 
-from fabrik_ros.chain import (Chain, ChainError, Effector, frozen_vector, Joint, MAX_JOINTS,
-                              Pose, rotation_about_axis, rotation_from_rpy)
+from fabrik_ros.model.joints import (ChainError, Effector, frozen_vector, Joint, MAX_JOINTS,
+                                     Parts, Pose)
+from fabrik_ros.model.rotations import rotation_about_axis, rotation_from_rpy
 import numpy as np
 
 _AXIS_LETTERS = {'x': (1.0, 0.0, 0.0), 'y': (0.0, 1.0, 0.0), 'z': (0.0, 0.0, 1.0)}
@@ -35,19 +36,19 @@ _AXIS_WORDS = {'x': 'roll', 'y': 'pitch', 'z': 'yaw'}
 _JOINT_TYPE_AXES = {'hinge': ('z', 'y'), 'two_axis': ('zy',)}
 
 
-def build_chain(segments: int, segment_length: float | Sequence[float], *,
-                joint_type: str = 'hinge',
-                segment_axes: Sequence[str] | None = None,
-                joint_limit: float | Sequence[float] = math.pi / 2,
-                max_velocity: float = 2.0,
-                base_link: str = 'base_link',
-                tip_link: str | Sequence[str] = 'tip',
-                legs: int = 0,
-                body_radius: float = 0.0,
-                mount_xyz: Sequence[float] = (0.0, 0.0, 0.0),
-                mount_rpy: Sequence[float] = (0.0, 0.0, 0.0)) -> Chain:
+def parts_from_parameters(segments: int, segment_length: float | Sequence[float], *,
+                          joint_type: str = 'hinge',
+                          segment_axes: Sequence[str] | None = None,
+                          joint_limit: float | Sequence[float] = math.pi / 2,
+                          max_velocity: float = 2.0,
+                          base_link: str = 'base_link',
+                          tip_link: str | Sequence[str] = 'tip',
+                          legs: int = 0,
+                          body_radius: float = 0.0,
+                          mount_xyz: Sequence[float] = (0.0, 0.0, 0.0),
+                          mount_rpy: Sequence[float] = (0.0, 0.0, 0.0)) -> Parts:
     """
-    Build a serial chain (legs=0) or a legged tree from plain parameters.
+    Return the parts of a serial chain (legs=0) or a legged tree from plain parameters.
 
     A limb is `segments` links along the local +x axis, `segment_length` metres each (or
     one length per segment). Each segment starts with its joint(s), given per segment by
@@ -74,15 +75,7 @@ def build_chain(segments: int, segment_length: float | Sequence[float], *,
     lengths = _per_item(segment_length, segments, 'segment_length')
     if not all(math.isfinite(v) and v > 0.0 for v in lengths):
         raise ChainError(f'segment lengths must be positive metres, got {lengths}')
-    if segment_axes is None:
-        if joint_type not in _JOINT_TYPE_AXES:
-            raise ChainError(f'unknown joint_type {joint_type!r}, expected one of '
-                             f'{sorted(_JOINT_TYPE_AXES)}')
-        segment_axes = _JOINT_TYPE_AXES[joint_type]
-    if isinstance(segment_axes, str) or not segment_axes or any(
-            not letters or set(letters) - set(_AXIS_LETTERS) for letters in segment_axes):
-        raise ChainError(f'segment_axes must be a list of axis letter strings such as '
-                         f"['z', 'y'] or ['zy'], got {segment_axes!r}")
+    segment_axes = _segment_axes(joint_type, segment_axes)
     if isinstance(legs, bool) or not isinstance(legs, (int, np.integer)) or legs < 0:
         raise ChainError(f'legs must be an integer >= 0, got {legs!r}')
     per_segment = sum(map(len, segment_axes)) / len(segment_axes)
@@ -98,31 +91,52 @@ def build_chain(segments: int, segment_length: float | Sequence[float], *,
     mount = Pose(frozen_vector(mount_xyz, 'mount_xyz'), rotation_from_rpy(
         frozen_vector(mount_rpy, 'mount_rpy')))
     limb = _Limb(lengths, axes, limits, float(max_velocity))
+    tips = _tip_names(tip_link, legs)
     joints: list[Joint] = []
     effectors: list[Effector] = []
     if legs == 0:
-        tips = [tip_link] if isinstance(tip_link, str) else list(tip_link)
-        if len(tips) != 1:
-            raise ChainError(f'a serial chain has one tip link, got {tips}')
         effectors.append(limb.build(joints, '', mount, tips[0]))
-        return Chain(base_link, joints, effectors)
-    if isinstance(tip_link, str):
-        tips = [f'leg{k}_{tip_link}' for k in range(1, legs + 1)]
-    else:
-        tips = list(tip_link)
-        if len(tips) != legs:
-            raise ChainError(f'{legs} legs need {legs} tip links, got {tips}')
+        return Parts(base_link, joints, effectors)
     for k, tip in enumerate(tips):
         turn = rotation_about_axis(_AXIS_LETTERS['z'], 2.0 * math.pi * k / legs)
         leg_mount = Pose(turn @ (np.array([body_radius, 0.0, 0.0]) + mount.xyz),
                          turn @ mount.rotation)
         effectors.append(limb.build(joints, f'leg{k + 1}_', leg_mount, tip))
-    return Chain(base_link, joints, effectors)
+    return Parts(base_link, joints, effectors)
+
+
+def _segment_axes(joint_type: str, segment_axes: Sequence[str] | None) -> Sequence[str]:
+    """Return the axis letters per segment: given, or joint_type's; ChainError if neither."""
+    if segment_axes is None:
+        if joint_type not in _JOINT_TYPE_AXES:
+            raise ChainError(f'unknown joint_type {joint_type!r}, expected one of '
+                             f'{sorted(_JOINT_TYPE_AXES)}')
+        segment_axes = _JOINT_TYPE_AXES[joint_type]
+    if isinstance(segment_axes, str) or not segment_axes or any(
+            not letters or set(letters) - set(_AXIS_LETTERS) for letters in segment_axes):
+        raise ChainError(f'segment_axes must be a list of axis letter strings such as '
+                         f"['z', 'y'] or ['zy'], got {segment_axes!r}")
+    return segment_axes
+
+
+def _tip_names(tip_link: str | Sequence[str], legs: int) -> list[str]:
+    """Return the tip link of each limb: one for a serial chain, one per leg of a tree."""
+    if legs == 0:
+        tips = [tip_link] if isinstance(tip_link, str) else list(tip_link)
+        if len(tips) != 1:
+            raise ChainError(f'a serial chain has one tip link, got {tips}')
+        return tips
+    if isinstance(tip_link, str):
+        return [f'leg{k}_{tip_link}' for k in range(1, legs + 1)]
+    tips = list(tip_link)
+    if len(tips) != legs:
+        raise ChainError(f'{legs} legs need {legs} tip links, got {tips}')
+    return tips
 
 
 @dataclass(frozen=True)
 class _Limb:
-    """A serial limb of plain parameters, see build_chain."""
+    """A serial limb of plain parameters, see parts_from_parameters."""
 
     lengths: list[float]        # metres per segment
     axes: list[str]             # axis letters per segment
