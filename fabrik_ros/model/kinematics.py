@@ -102,7 +102,7 @@ class ForwardKinematics:
         np.matmul(coefficients, self._local_basis, out=local.reshape(n, 16)[:, None, :12])
         world = self._world_template.copy()
         for parent_row, index in self._steps:
-            # ndarray.dot with out= has a third of np.matmul's call overhead on 4x4s.
+            # On 4x4s the call overhead dominates, and ndarray.dot with out= has less of it.
             world[parent_row].dot(local[index], out=world[index + 1])
         return world
 

@@ -55,6 +55,19 @@ def parts_from_urdf(urdf_xml: str, base_link: str, tip_link: str | Sequence[str]
     robot = _UrdfRobot(urdf_xml)
     for link in [base_link] + tips:
         robot.check_link(link)
+    paths = _paths_with_leaders(robot, base_link, tips)
+    used = {joint.name for path in paths for joint in path}
+    movable = sum(robot.joints[name].kind != 'fixed' for name in used)
+    if movable > MAX_JOINTS:
+        raise ChainError(f'the paths to the tips hold {movable} movable joints; at most '
+                         f'{MAX_JOINTS} are supported')
+    joints, effectors = _fold_fixed_joints(base_link, tips, paths)
+    return Parts(base_link, joints, effectors)
+
+
+def _paths_with_leaders(robot: _UrdfRobot, base_link: str,
+                        tips: list[str]) -> list[list[_UrdfJoint]]:
+    """Return the URDF joints from base_link to each tip, then to each mimic leader off them."""
     paths = [robot.path(base_link, tip) for tip in tips]
     used = {joint.name for path in paths for joint in path}
     for path in paths:      # grows while mimic leaders off the paths are added
@@ -69,10 +82,17 @@ def parts_from_urdf(urdf_xml: str, base_link: str, tip_link: str | Sequence[str]
             paths.append(robot.path(base_link, leader.child,
                                     f"the link moved by {urdf_joint.what}'s leader"))
             used.update(joint.name for joint in paths[-1])
-    movable = sum(robot.joints[name].kind != 'fixed' for name in used)
-    if movable > MAX_JOINTS:
-        raise ChainError(f'the paths to the tips hold {movable} movable joints; at most '
-                         f'{MAX_JOINTS} are supported')
+    return paths
+
+
+def _fold_fixed_joints(base_link: str, tips: list[str], paths: list[list[_UrdfJoint]]
+                       ) -> tuple[list[Joint], list[Effector]]:
+    """
+    Return the movable joints of the paths and the tips' effectors, fixed joints folded in.
+
+    Joints come depth-first from the base, parents first, branches in the order of the
+    paths; each origin (and effector offset) carries the fixed joints above it.
+    """
     children: dict[str, list[_UrdfJoint]] = {}
     for path in paths:
         for urdf_joint in path:
@@ -89,9 +109,9 @@ def parts_from_urdf(urdf_xml: str, base_link: str, tip_link: str | Sequence[str]
     stack: list[tuple[str, int, Pose, _UrdfJoint | None]] = [
         (base_link, -1, identity, None)]
     while stack:
-        link, parent, pose, movable = stack.pop()
-        if movable is not None:
-            joints.append(movable.to_joint(parent, pose))
+        link, parent, pose, own_joint = stack.pop()
+        if own_joint is not None:
+            joints.append(own_joint.to_joint(parent, pose))
             parent, pose = len(joints) - 1, identity
         if link in tip_set:
             effector_by_tip[link] = Effector(link, parent, pose.xyz, pose.rotation)
@@ -101,7 +121,7 @@ def parts_from_urdf(urdf_xml: str, base_link: str, tip_link: str | Sequence[str]
                           pose.rotation @ joint_origin.rotation)
             stack.append((urdf_joint.child, parent, origin,
                           None if urdf_joint.kind == 'fixed' else urdf_joint))
-    return Parts(base_link, joints, [effector_by_tip[tip] for tip in tips])
+    return joints, [effector_by_tip[tip] for tip in tips]
 
 
 _MOVABLE_URDF_TYPES = {'revolute': 'revolute', 'continuous': 'revolute',
