@@ -17,7 +17,7 @@ The kinematic model, in layers that import downward only.
 
 - rotations: rotation matrices from and to roll/pitch/yaw, quaternions and axis-angle.
 - joints: the parts a model is made of (Joint, Effector, Mimic, Pose), checked on
-  construction, and ChainError.
+  construction, whether they form a tree, and ChainError.
 - coupling: mimic joints resolved into the independent joint vector and its limits.
 - kinematics: forward kinematics of every joint's position, and the position Jacobian.
 - urdf_reader: a URDF document to the parts between a base link and its tips.

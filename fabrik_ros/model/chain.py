@@ -36,8 +36,7 @@ from typing import Any, Sequence
 
 from fabrik_ros.model.builders import parts_from_parameters
 from fabrik_ros.model.coupling import couple
-from fabrik_ros.model.joints import (ChainError, check_unique, Effector, is_joint_link, Joint,
-                                     MAX_JOINTS, Parts)
+from fabrik_ros.model.joints import ChainError, check_tree, Effector, Joint, Parts
 from fabrik_ros.model.kinematics import ForwardKinematics, Kinematics
 from fabrik_ros.model.urdf_reader import parts_from_urdf
 from fabrik_ros.model.urdf_writer import urdf_from_parts
@@ -58,33 +57,13 @@ class Chain:
     def __init__(self, base_link: str, joints: Sequence[Joint],
                  effectors: Sequence[Effector]) -> None:
         """Validate the tree and precompute the arrays forward kinematics needs."""
-        if not base_link:
-            raise ChainError('base_link is empty')
         self.base_link = base_link
         self.joints: tuple[Joint, ...] = tuple(joints)
         self.effectors: tuple[Effector, ...] = tuple(effectors)
-        if not self.joints:
-            raise ChainError('the chain has no movable joints')
-        if len(self.joints) > MAX_JOINTS:
-            raise ChainError(f'the chain has {len(self.joints)} movable joints; at most '
-                             f'{MAX_JOINTS} are supported')
-        if not self.effectors:
-            raise ChainError('the chain has no effectors (tip links)')
-        for index, joint in enumerate(self.joints):
-            if not -1 <= joint.parent < index:
-                raise ChainError(f"joint '{joint.name}' (index {index}) has parent "
-                                 f'{joint.parent}; joints must be ordered parents first')
-        for effector in self.effectors:
-            if not -1 <= effector.parent < len(self.joints):
-                raise ChainError(f"effector '{effector.name}' hangs from joint index "
-                                 f'{effector.parent}, which does not exist')
+        check_tree(Parts(base_link, self.joints, self.effectors))
         self.all_joint_names = [joint.name for joint in self.joints]
         self.effector_names = [effector.name for effector in self.effectors]
         self.link_names = [joint.link_name for joint in self.joints]
-        check_unique(self.all_joint_names, 'joint')
-        check_unique([base_link] + self.link_names
-                     + [e.name for e in self.effectors if not is_joint_link(e, self.joints)],
-                     'link')
         coupling = couple(self.joints)
         self._leaders = coupling.leaders
         self.joint_names = coupling.joint_names

@@ -16,9 +16,9 @@
 The parts a kinematic model is made of: joints, effectors, mimic couplings, poses.
 
 Each part checks and freezes its fields on construction, so a model holds only finite,
-read-only numbers, unit axes and proper rotations. Conventions: SI units (metres,
-radians, m/s, rad/s); a joint's origin is in its parent joint's frame. Imports numpy
-and the standard library only.
+read-only numbers, unit axes and proper rotations; check_tree checks that parts form a
+tree. Conventions: SI units (metres, radians, m/s, rad/s); a joint's origin is in its
+parent joint's frame. Imports numpy and the standard library only.
 """
 
 from __future__ import annotations
@@ -195,6 +195,37 @@ def is_joint_link(effector: Effector, joints: Sequence[Joint]) -> bool:
         raise ChainError(f"effector '{effector.name}' is named like the link of joint "
                          f"'{joints[effector.parent].name}' but is offset from it")
     return True
+
+
+def check_tree(parts: Parts) -> None:
+    """
+    Raise ChainError, naming the culprit, unless the parts form a model's tree.
+
+    A tree has a base link; 1 to MAX_JOINTS joints, parents first; at least one effector,
+    each hanging from one of the joints or the base; and unique joint and link names (an
+    effector may be its parent joint's own link, see is_joint_link).
+    """
+    base_link, joints, effectors = parts
+    if not base_link:
+        raise ChainError('base_link is empty')
+    if not joints:
+        raise ChainError('the chain has no movable joints')
+    if len(joints) > MAX_JOINTS:
+        raise ChainError(f'the chain has {len(joints)} movable joints; at most '
+                         f'{MAX_JOINTS} are supported')
+    if not effectors:
+        raise ChainError('the chain has no effectors (tip links)')
+    for index, joint in enumerate(joints):
+        if not -1 <= joint.parent < index:
+            raise ChainError(f"joint '{joint.name}' (index {index}) has parent "
+                             f'{joint.parent}; joints must be ordered parents first')
+    for effector in effectors:
+        if not -1 <= effector.parent < len(joints):
+            raise ChainError(f"effector '{effector.name}' hangs from joint index "
+                             f'{effector.parent}, which does not exist')
+    check_unique([joint.name for joint in joints], 'joint')
+    check_unique([base_link] + [joint.link_name for joint in joints]
+                 + [e.name for e in effectors if not is_joint_link(e, joints)], 'link')
 
 
 def check_unique(names: Sequence[str], kind: str) -> None:

@@ -39,7 +39,7 @@ _URDF_MATERIALS = {
 
 def urdf_from_parts(parts: Parts, robot_name: str) -> str:
     """
-    Return a URDF document of a Chain's parts (a tree the Chain has checked).
+    Return a URDF document of parts that form a tree (joints.check_tree), a Chain's.
 
     Each joint's child link is named as Joint.link_name; effectors become links on fixed
     joints named <effector>_fixed. Links show a cylinder per outgoing link segment and a
