@@ -48,6 +48,7 @@ from solve_timing import fast_poses, in_turns, LIMIT_SLACK_RAD, limit_violation,
 
 REPO = Path(__file__).resolve().parents[1]
 WARMUP = 10             # untimed solves per solver before a stage's timed ones
+SMOOTH_STEPS, FAST_STEPS = 1001, 400  # the paths' poses in a full run (--quick: 201, 200)
 Solve = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -207,6 +208,30 @@ def stage_figures(chain: Chain, solves: dict[str, Solve], poses: np.ndarray,
     return figures
 
 
+def stage_poses(chain: Chain, count: int, smooth_steps: int, fast_steps: int
+                ) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """
+    Return each path's target poses (n, 4, 4) and start pose (None: from neutral).
+
+    `count` FK poses of random joint vectors, then the smooth and the fast path (the first
+    pose of each is where tracking starts, not a target); fixed seed, so every run and the
+    profiler (ik_profile.py) see the same targets.
+    """
+    rng = np.random.default_rng(SEED + 8)
+    cold = [chain.tip_pose(q) for q in random_poses(chain, count, rng)]
+    smooth, fast = smooth_poses(chain, smooth_steps, rng), fast_poses(chain, fast_steps, rng)
+    return {'from_neutral': (np.array(cold), None),
+            'tracking_smooth': (np.array([chain.tip_pose(q) for q in smooth[1:]]), smooth[0]),
+            'tracking_fast': (np.array([chain.tip_pose(q) for q in fast[1:]]), fast[0])}
+
+
+def arm_chain(name: str) -> tuple[str, Chain]:
+    """Return an arm's URDF and its chain from the base to the tip link of ARMS."""
+    read, base, tip = ARMS[name]
+    urdf = read()
+    return urdf, Chain.from_urdf(urdf, base, tip)
+
+
 def compare_arm(name: str, count: int, smooth_steps: int, fast_steps: int) -> dict[str, Any]:
     """
     Run the six stages on one arm: per stage and solver its figures, and fabrik_ros's ratios.
@@ -214,12 +239,12 @@ def compare_arm(name: str, count: int, smooth_steps: int, fast_steps: int) -> di
     `count` targets from neutral, paths of `smooth_steps` and `fast_steps` poses; the arm is
     skipped with a note where its description's package is not installed.
     """
-    read, base, tip = ARMS[name]
+    _, base, tip = ARMS[name]
     notes: list[str] = []
-    urdf = _installed(read, notes)
-    if urdf is None:
+    loaded = _installed(lambda: arm_chain(name), notes)
+    if loaded is None:
         return {'notes': notes}
-    chain = Chain.from_urdf(urdf, base, tip)
+    urdf, chain = loaded
     solver = IkSolver(chain)
     trac_ik = _installed(lambda: TracIk(urdf, base, tip, chain), notes)
     pinocchio = _installed(lambda: PinocchioDls(urdf, tip, chain), notes)
@@ -230,15 +255,9 @@ def compare_arm(name: str, count: int, smooth_steps: int, fast_steps: int) -> di
         full_pose[TRAC_IK] = position[f'{TRAC_IK} (full pose)'] = trac_ik.solve
     if pinocchio is not None:
         position[PINOCCHIO] = pinocchio.solve
-    rng = np.random.default_rng(SEED + 8)
-    cold = [chain.tip_pose(q) for q in random_poses(chain, count, rng)]
-    smooth, fast = smooth_poses(chain, smooth_steps, rng), fast_poses(chain, fast_steps, rng)
-    paths = {'from_neutral': (np.array(cold), None),
-             'tracking_smooth': (np.array([chain.tip_pose(q) for q in smooth[1:]]), smooth[0]),
-             'tracking_fast': (np.array([chain.tip_pose(q) for q in fast[1:]]), fast[0])}
+    paths = stage_poses(chain, count, smooth_steps, fast_steps)
     results: dict[str, Any] = {'dof': chain.dof, 'base_link': base, 'tip_link': tip,
-                               'split': type(solver._split).__name__.lstrip('_')
-                               if solver._split is not None else None,
+                               'split': split_name(solver),
                                'notes': notes, 'stages': {}, 'ratios': {}}
     for kind, solves in (('full_pose', full_pose), ('position', position)):
         for path, (poses, start) in paths.items():
@@ -247,6 +266,12 @@ def compare_arm(name: str, count: int, smooth_steps: int, fast_steps: int) -> di
             results['stages'][stage] = figures
             results['ratios'][stage] = fabrik_ratios(figures)
     return results
+
+
+def split_name(solver: IkSolver) -> str | None:
+    """Return the closed-form split the solver found for full poses (None: no split)."""
+    split = getattr(solver, '_split', None)
+    return type(split).__name__.lstrip('_') if split is not None else None
 
 
 def fabrik_ratios(figures: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:

@@ -72,7 +72,8 @@ from typing import Any, Callable
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from arm_references import ARMS, arms_report, compare_arm  # noqa: E402
+from arm_references import ARMS, arms_report, compare_arm, FAST_STEPS, \
+    SMOOTH_STEPS  # noqa: E402
 from fabrik_ros.chain import Chain  # noqa: E402
 from fabrik_ros.config import chain_from_parameters, load_config  # noqa: E402
 from fabrik_ros.ik import IkResult, IkSolver  # noqa: E402
@@ -467,8 +468,9 @@ def main(argv: list[str] | None = None) -> None:
         results['arms'] = {}
         for name in ARMS:
             print(f'{name} against the reference solvers ...', file=sys.stderr)
-            results['arms'][name] = compare_arm(name, count, 201 if args.quick else 1001,
-                                                200 if args.quick else 400)
+            results['arms'][name] = compare_arm(name, count,
+                                                201 if args.quick else SMOOTH_STEPS,
+                                                200 if args.quick else FAST_STEPS)
     for name, build in ({} if args.arms_only else ROBOTS).items():
         chain = build()
         rng = np.random.default_rng(SEED)
