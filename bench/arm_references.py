@@ -300,7 +300,14 @@ def arms_report(arms: dict[str, dict[str, Any]], table: Callable[..., str]) -> s
                       if label in ratios else '' for label in (TRAC_IK, PINOCCHIO)]
             rows.append(cells)
     notes = sorted({note for arm in arms.values() for note in arm['notes']})
-    return ('Arms against the reference solvers (wall µs median / p90 / max (CPU median), '
+    headline = [[f"{name} ({arm['dof']}, split: {arm['split'] or 'none'})"]
+                + [f"{arm['ratios'][stage][TRAC_IK]['wall_median']:.2f}x "
+                   f"({arm['ratios'][stage][TRAC_IK]['cpu_median']:.2f}x)"
+                   if TRAC_IK in arm['ratios'].get(stage, {}) else '' for stage in STAGES]
+                for name, arm in arms.items() if 'stages' in arm]
+    return ('fabrik_ros / TRAC-IK, wall-clock medians (CPU medians), same targets, same run:'
+            '\n\n' + table(headline, ['arm'] + [stage.replace('_', ' ') for stage in STAGES])
+            + '\n\nArms against the reference solvers (wall µs median / p90 / max (CPU median), '
             'success, limit violations; ratios of wall medians (CPU)); TRAC-IK solves the '
             'full pose of position targets:\n\n'
             + table(rows, ['arm (DOF)', 'stage', 'fabrik_ros', TRAC_IK, PINOCCHIO,

@@ -540,10 +540,12 @@ def report(results: dict[str, Any]) -> str:
             f"{far['mean_excess_over_straight_m'] * 1e3:.2f} mm, {far['median_us']:.0f}",
         ])
     text = table(rows, [
-        'robot (DOF)', 'success ≤1 mm', 'median / p95 µs', 'iterations (FABRIK + closing)',
+        'robot (DOF)', 'success ≤1 mm', 'wall median / p95 µs', 'iterations (FABRIK + closing)',
         'distance removed by FABRIK', 'restarted', 'max limit violation rad',
         'tracking: success, median / p95 µs, max jump rad', 'near stretch: success, median µs',
         'out of reach: excess over straight, median µs'])
+    text += ('\n\nTimes are wall clock around the solve call, one solve per target; the CPU '
+             'time of the same calls is in the JSON.')
     variant_rows = []
     for name, r in robots.items():
         for variant, v in r['variants'].items():
@@ -579,7 +581,7 @@ def speed_report(results: dict[str, Any]) -> str:
             cells.append(f"{ratio['median_us']:.2f} / {ratio['p95_us']:.2f}" if ratio else '')
             rows.append(cells)
     return ('Speed against the baseline (same targets, alternating target by target):\n\n'
-            + table(rows, ['robot', 'stage', 'now: success, median / p95 µs, per 60 Hz frame',
+            + table(rows, ['robot', 'stage', 'now: success, wall median / p95 µs, per 60 Hz frame',
                            'baseline: the same', 'time ratio now / baseline (median / p95)']))
 
 
