@@ -300,13 +300,20 @@ def arms_report(arms: dict[str, dict[str, Any]], table: Callable[..., str]) -> s
                       if label in ratios else '' for label in (TRAC_IK, PINOCCHIO)]
             rows.append(cells)
     notes = sorted({note for arm in arms.values() for note in arm['notes']})
-    headline = [[f"{name} ({arm['dof']}, split: {arm['split'] or 'none'})"]
+    headline = [[f"{name} ({arm['dof']}, split: {arm['split'] or 'none'})",
+                 '{:.0f} / {:.0f} µs, load {:.1f} / {:.1f}'.format(
+                     *arm.get('reference_median_us', [math.nan] * 2),
+                     *arm.get('load_average', [math.nan] * 2))]
                 + [f"{arm['ratios'][stage][TRAC_IK]['wall_median']:.2f}x "
                    f"({arm['ratios'][stage][TRAC_IK]['cpu_median']:.2f}x)"
                    if TRAC_IK in arm['ratios'].get(stage, {}) else '' for stage in STAGES]
                 for name, arm in arms.items() if 'stages' in arm]
-    return ('fabrik_ros / TRAC-IK, wall-clock medians (CPU medians), same targets, same run:'
-            '\n\n' + table(headline, ['arm'] + [stage.replace('_', ' ') for stage in STAGES])
+    header = ['arm', 'reference workload median, load average'] + [
+        stage.replace('_', ' ') for stage in STAGES]
+    return ('fabrik_ros / TRAC-IK, wall-clock medians (CPU medians), same targets, same run; '
+            "the reference workload's median and the load average before and after each arm "
+            'tell how busy the machine was (a busy one delays TRAC-IK most: its two threads '
+            'wait for a free core):\n\n' + table(headline, header)
             + '\n\nArms against the reference solvers (wall µs median / p90 / max (CPU median), '
             'success, limit violations; ratios of wall medians (CPU)); TRAC-IK solves the '
             'full pose of position targets:\n\n'

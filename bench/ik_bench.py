@@ -468,9 +468,14 @@ def main(argv: list[str] | None = None) -> None:
         results['arms'] = {}
         for name in ARMS:
             print(f'{name} against the reference solvers ...', file=sys.stderr)
+            noise, load = reference_us(statistic=np.median), os.getloadavg()[0]
             results['arms'][name] = compare_arm(name, count,
                                                 201 if args.quick else SMOOTH_STEPS,
                                                 200 if args.quick else FAST_STEPS)
+            # How busy the machine was: TRAC-IK's two threads wait for a free core.
+            results['arms'][name]['reference_median_us'] = [
+                noise, reference_us(statistic=np.median)]
+            results['arms'][name]['load_average'] = [load, os.getloadavg()[0]]
     for name, build in ({} if args.arms_only else ROBOTS).items():
         chain = build()
         rng = np.random.default_rng(SEED)
