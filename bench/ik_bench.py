@@ -15,16 +15,17 @@
 # limitations under the License.
 
 """
-Benchmark of the FABRIK solver core on serial arms (issue 2): a benchmark, not a test.
+Benchmark of the FABRIK solver core on serial arms: a benchmark, not a test.
 
-    python3 bench/ik_bench.py [--targets 1000] [--quick]
+    python3 bench/ik_bench.py [--targets 1000] [--quick] [--baseline REV]
 
-For config/arm.yaml (the 6-DOF demo arm), config/tentacle.yaml (12 two-axis segments) and
-urdf/offset_arm.urdf (a UR5-like arm, no joint offset along its links):
+For config/arm.yaml (the 6-DOF demo arm), config/tentacle.yaml (12 two-axis segments),
+urdf/offset_arm.urdf (a UR5-like arm), urdf/rail_arm.urdf (a linear axis) and
+urdf/finger.urdf (coupled joints):
 
 - reachable: targets drawn as FK of random in-limit poses (fixed seed), solved from the
-  neutral seed: success (FK of the answer within 1 mm), median / p95 solve time, mean
-  iterations, the largest limit violation, and how much of the distance each stage removed;
+  neutral seed: success (FK of the answer within 1 mm), solve time, mean iterations, the
+  largest limit violation, and how much of the distance each stage removed;
 - tracking: warm-started solves along a smooth closed path of 1000 steps (FK of slow joint
   sinusoids, so every target is reachable): time, success, largest joint jump per step;
 - near stretch: reachable targets at the edge of the workspace (the farthest 2 % of many
@@ -34,28 +35,23 @@ urdf/offset_arm.urdf (a UR5-like arm, no joint offset along its links):
 - variants, measured in the same run and given as ratios to the default: the joint-angle fit
   (whole downstream chain vs next point; the default picks by the chain's joints), FABRIK
   alone, the closing step alone;
-- full poses (issue 8), for the two 6-joint arms: 1000 reachable poses (FK of random in-limit
-  poses, fixed seed) from the neutral seed, and a moving pose tracked along a smooth path:
-  success within 1 mm and 1 degree and within 0.1 mm and 0.1 degree, median / p95 time,
-  largest joint jump while tracking, next to TRAC-IK's full-pose solve on the same targets;
-- references for position-only solves (issue 11), same arms: fabrik_ros next to TRAC-IK and
-  to a damped-least-squares loop on pinocchio's frame Jacobian with joint clamping, from
-  the neutral seed and tracking. pytracik exposes no tolerance bounds, so TRAC-IK solves
-  the full pose of those position targets (a harder problem) there;
-- speed against the baseline (issue 11): the same neutral-seed targets and tracking path
-  solved by this solver and by --baseline's (a git revision, default main), alternating
-  target by target so both see the same machine; ratios, and solves per 16.7 ms frame.
+- speed against the baseline: the same neutral-seed targets and tracking path solved by this
+  solver and by --baseline's (a git revision, default main), alternating target by target
+  so both see the same machine; ratios, and solves per 16.7 ms frame;
+- the hard cases, and a 5 cm copy of each robot.
 
-The reference solvers come from bench/requirements.txt (bench-only); without them their
-rows are skipped with a note. In those comparisons every solver is timed by the CPU time of
-the whole process (TRAC-IK solves in threads of its own), solve call only, and the solvers
-take turns by blocks of 250 targets, so a slow spell of the machine slows them alike.
+Then the arms against the reference solvers (arm_references.py: the project's arms and the
+published UR5e, Panda arm and iiwa 14; full poses and positions, from neutral, tracking a
+smooth and a fast path; fabrik_ros, TRAC-IK and pinocchio). The reference solvers and the
+descriptions of the published arms come from bench/requirements.txt (bench-only); without
+them their rows are skipped with a note.
 
-Times are per solve in CPU time of the solving thread (other processes on a shared machine do
-not inflate it; wall-clock figures are in the JSON too): from a given seed the fastest of 3
-runs; tracking, seeded with the previous answer, once (see TRACKING_REPEATS), for every
-solver alike.
-Prints markdown tables and writes bench/results/ik_bench.json.
+Every solve is timed as solve_timing.py says: wall clock around the solve call, once per
+target, CPU time beside it (the tables give wall medians, CPU in brackets), solvers taking
+turns target by target. Prints markdown tables and writes bench/results/ik_bench.json with
+the commit and the command that made it.
+
+To see where a solve's time goes, profile the same solves with bench/ik_profile.py.
 """
 
 from __future__ import annotations
@@ -64,36 +60,28 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 from pathlib import Path
 import platform
 import subprocess
 import sys
 import time
 import types
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fabrik_ros.chain import Chain, quaternion_from_rotation  # noqa: E402
+from arm_references import ARMS, arms_report, compare_arm, FAST_STEPS, \
+    SMOOTH_STEPS  # noqa: E402
+from fabrik_ros.chain import Chain  # noqa: E402
 from fabrik_ros.config import chain_from_parameters, load_config  # noqa: E402
 from fabrik_ros.ik import IkResult, IkSolver  # noqa: E402
 import numpy as np  # noqa: E402
+from solve_timing import in_turns, limit_violation, random_poses, SEED, smooth_poses, \
+    SUCCESS_M, timed  # noqa: E402
 
-SUCCESS_M = 1e-3        # a solve succeeds when FK of its answer is this close (metres)
-REPEATS = 3             # timing runs per solve from a given seed; the fastest counts
-# A tracking solve is timed once: seeded with the previous answer, it is what a node does;
-# run again, the seed is no longer the solver's last answer and it is another solve.
-TRACKING_REPEATS = 1
-BLOCK = 250             # targets one solver solves in a row before the next one's turn (see
-#                         pose_figures): switching evicts the Python solver's caches (one
-#                         target each: our times rose 35-120 %; 50: 20-60 %)
-SEED = 2011             # FABRIK's year: fixed targets, comparable runs
 FRAME_US = 1e6 / 60.0   # one 60 Hz frame, microseconds: solves per frame = FRAME_US / median
-
-SUCCESS_RAD = math.radians(1.0)  # ... and its tool frame this close (full poses)
-FINE_M, FINE_RAD = 1e-4, math.radians(0.1)  # the strict figure: 0.1 mm and 0.1 degree
-POSE_ROBOTS = {'arm': 'urdf/arm.urdf', 'offset_arm': 'urdf/offset_arm.urdf'}
 
 ROBOTS: dict[str, Callable[[], Chain]] = {
     'arm': lambda: chain_from_parameters(load_config(REPO / 'config' / 'arm.yaml'), REPO),
@@ -101,10 +89,10 @@ ROBOTS: dict[str, Callable[[], Chain]] = {
                                               REPO),
     'offset_arm': lambda: Chain.from_urdf((REPO / 'urdf' / 'offset_arm.urdf').read_text(),
                                           'base_link', 'tool0'),
-    # A prismatic axis (issue 10): a 4-joint arm on a linear rail, its gripper ignored.
+    # A prismatic axis: a 4-joint arm on a linear rail, its gripper ignored.
     'rail_arm': lambda: Chain.from_urdf((REPO / 'urdf' / 'rail_arm.urdf').read_text(),
                                         'base_link', 'tool0'),
-    # Coupled joints (issue 10): a finger whose three flexion joints share one tendon.
+    # Coupled joints: a finger whose three flexion joints share one tendon.
     'finger': lambda: Chain.from_urdf((REPO / 'urdf' / 'finger.urdf').read_text(), 'palm',
                                       'fingertip'),
 }
@@ -118,33 +106,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def random_poses(chain: Chain, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Return (count, n) joint vectors uniform in the limits (continuous joints: +-pi)."""
-    lower = np.maximum(chain.lower, -math.pi)
-    upper = np.minimum(chain.upper, math.pi)
-    return rng.uniform(lower, upper, size=(count, chain.dof))
-
-
-def limit_violation(chain: Chain, q: np.ndarray) -> float:
-    """Return how far (radians) q lies outside the limits; 0 inside."""
-    return float(np.max(np.maximum(chain.lower - q, 0.0) + np.maximum(q - chain.upper, 0.0)))
-
-
-def timed_solve(solver: IkSolver, target: Any, seed: np.ndarray | None,
-                repeats: int = REPEATS) -> tuple[IkResult, tuple[float, float]]:
-    """
-    Return the solve's result and its (CPU, wall) time in microseconds, fastest of repeats.
-
-    CPU time (this thread's) is what the solver costs; wall time also counts the moments
-    other processes held the core, which on a shared machine is mostly noise.
-    """
-    cpu = wall = math.inf
-    for _ in range(repeats):
-        wall_start, cpu_start = time.perf_counter(), time.thread_time()
-        result = solver.solve(target, seed)
-        cpu = min(cpu, time.thread_time() - cpu_start - _THREAD_TIME_COST)
-        wall = min(wall, time.perf_counter() - wall_start)
-    return result, (cpu * 1e6, wall * 1e6)
+def timed_solve(solver: IkSolver, target: Any, seed: np.ndarray | None
+                ) -> tuple[IkResult, tuple[float, float]]:
+    """Return the solve's result and its (wall, CPU) time in microseconds, one solve."""
+    result, wall, cpu = timed(lambda: solver.solve(target, seed))
+    return result, (wall, cpu)
 
 
 def _thread_time_cost() -> float:
@@ -173,28 +139,11 @@ def reference_us(statistic: Callable[[list[float]], float] = min) -> float:
 
 
 def summary(times: list[tuple[float, float]]) -> dict[str, float]:
-    """Return median and 95th percentile of (CPU, wall) solve times, microseconds."""
-    cpu, wall = np.array(times).T
-    return {'median_us': float(np.median(cpu)), 'p95_us': float(np.percentile(cpu, 95)),
-            'wall_median_us': float(np.median(wall)),
-            'wall_p95_us': float(np.percentile(wall, 95))}
-
-
-T = TypeVar('T')
-
-
-def in_turns(names: Iterable[str], items: Iterable[T]) -> Iterator[tuple[T, str]]:
-    """
-    Yield (item, name) for every item and every name, the names' order rotated every item.
-
-    Each name goes first as often, so a shared machine's slow spells fall on all of them
-    alike and ratios between them hold.
-    """
-    order = list(names)
-    for item in items:
-        for name in order:
-            yield item, name
-        order.append(order.pop(0))
+    """Return median and 95th percentile of (wall, CPU) solve times, microseconds."""
+    wall, cpu = np.array(times).T
+    return {'median_us': float(np.median(wall)), 'p95_us': float(np.percentile(wall, 95)),
+            'cpu_median_us': float(np.median(cpu)),
+            'cpu_p95_us': float(np.percentile(cpu, 95))}
 
 
 def solve_targets(chain: Chain, solvers: dict[str, IkSolver], targets: np.ndarray,
@@ -264,7 +213,7 @@ def tracking(chain: Chain, steps: int, rng: np.random.Generator) -> dict[str, An
     path, q = smooth_path(chain, steps, rng)
     times, errors, jumps = [], [], []
     for target in path[1:]:
-        result, micros = timed_solve(solver, target, q, TRACKING_REPEATS)
+        result, micros = timed_solve(solver, target, q)
         times.append(micros)
         errors.append(float(np.linalg.norm(chain.tip_position(result.q) - target)))
         jumps.append(float(np.max(np.abs(result.q - q))))
@@ -343,7 +292,7 @@ def speed(chain: Chain, count: int, steps: int, baseline: type | None) -> dict[s
 
     From the neutral seed: FK of `count` random poses; tracking: a smooth path of `steps`
     (seeded with each solver's own previous answer). Returns per solver ('now', 'baseline')
-    and stage the success rate, median / p95 CPU µs and solves per 60 Hz frame, and the
+    and stage the success rate, median / p95 wall µs and solves per 60 Hz frame, and the
     time ratios now / baseline.
     """
     rng = np.random.default_rng(SEED + 11)
@@ -354,19 +303,17 @@ def speed(chain: Chain, count: int, steps: int, baseline: type | None) -> dict[s
         solvers['baseline'] = baseline(chain)
     times = {name: {'from_neutral': [], 'tracking': []} for name in solvers}
     errors = {name: {'from_neutral': [], 'tracking': []} for name in solvers}
-    for pose in poses:
+    for pose, name in in_turns(solvers, poses):
         target = chain.tip_position(pose)
-        for name, solver in solvers.items():
-            result, (micros, _) = timed_solve(solver, target, None)
-            times[name]['from_neutral'].append(micros)
-            errors[name]['from_neutral'].append(tip_distance(chain, result.q, target))
+        result, (micros, _) = timed_solve(solvers[name], target, None)
+        times[name]['from_neutral'].append(micros)
+        errors[name]['from_neutral'].append(tip_distance(chain, result.q, target))
     seeds = {name: start for name in solvers}
-    for target in path[1:]:
-        for name, solver in solvers.items():
-            result, (micros, _) = timed_solve(solver, target, seeds[name], TRACKING_REPEATS)
-            times[name]['tracking'].append(micros)
-            errors[name]['tracking'].append(tip_distance(chain, result.q, target))
-            seeds[name] = result.q
+    for target, name in in_turns(solvers, path[1:]):
+        result, (micros, _) = timed_solve(solvers[name], target, seeds[name])
+        times[name]['tracking'].append(micros)
+        errors[name]['tracking'].append(tip_distance(chain, result.q, target))
+        seeds[name] = result.q
     figures: dict[str, Any] = {}
     for name in solvers:
         figures[name] = {}
@@ -410,7 +357,7 @@ def in_reach_sphere(chain: Chain, count: int, rng: np.random.Generator) -> np.nd
 def hard_cases(chain: Chain, count: int, rng: np.random.Generator,
                baseline: type | None) -> dict[str, Any]:
     """
-    Targets that cannot be solved exactly (issue 12), now and with the baseline solver.
+    Targets that cannot be solved exactly now and with the baseline solver.
 
     Uniform points in the reach sphere (split into reached and not by the current solver),
     far targets (1.2 to 2 reaches), each solved from the neutral seed: time median / p95 /
@@ -442,10 +389,10 @@ def hard_cases(chain: Chain, count: int, rng: np.random.Generator,
                                                mask) if keep]
             if not chosen:
                 continue
-            cpu = np.array([micros[0] for _, micros in chosen])
+            wall = np.array([micros[0] for _, micros in chosen])
             out[f'{name}_{case}'] = {
-                'median_us': float(np.median(cpu)), 'p95_us': float(np.percentile(cpu, 95)),
-                'max_us': float(cpu.max()),
+                'median_us': float(np.median(wall)), 'p95_us': float(np.percentile(wall, 95)),
+                'max_us': float(wall.max()),
                 'mean_remaining_m': float(np.mean([r.error for r, _ in chosen])),
                 'mean_restarts': float(np.mean([r.restarts for r, _ in chosen]))}
     return out
@@ -482,217 +429,6 @@ def small_robot(chain: Chain, count: int, rng: np.random.Generator,
     return out
 
 
-class Reference:
-    """A reference solver: solve(position, quaternion (x, y, z, w), seed) -> joint vector."""
-
-    name = ''
-
-    def solve(self, position: np.ndarray, quaternion: np.ndarray, seed: np.ndarray
-              ) -> np.ndarray:
-        """Return the joint vector the solver answers (the seed where it fails)."""
-        raise NotImplementedError
-
-
-class TracIk(Reference):
-    """TRAC-IK (pytracik): KDL and SQP in two threads, the first answer wins; full pose."""
-
-    name = 'TRAC-IK'
-
-    def __init__(self, urdf: str, tip: str) -> None:
-        import pytracik
-        self._pytracik = pytracik
-        self._solver = pytracik.TRAC_IK('base_link', tip, urdf, 0.005, 1e-5,
-                                        pytracik.SolveType.Speed)
-
-    def solve(self, position, quaternion, seed):
-        """Solve the full pose (pytracik has no free-rotation bounds)."""
-        answer = self._pytracik.ik(self._solver, np.asarray(seed, dtype=float), *position,
-                                   *quaternion)
-        return answer[1:] if answer[0] >= 0 else np.asarray(seed, dtype=float)
-
-
-class PinocchioDls(Reference):
-    """Damped least squares on pinocchio's frame Jacobian, joints clamped: position only."""
-
-    name = 'pinocchio DLS'
-
-    def __init__(self, urdf: str, tip: str, chain: Chain) -> None:
-        import pinocchio
-        self._pin = pinocchio
-        # Continuous joints as wide revolute ones: pinocchio's continuous joints have two
-        # coordinates (cos, sin), the other solvers one angle.
-        self._model = pinocchio.buildModelFromXML(
-            urdf.replace('type="continuous"', 'type="revolute"'))
-        self._data = self._model.createData()
-        self._frame = self._model.getFrameId(tip)
-        self._lower = np.where(np.isfinite(chain.lower), chain.lower, -4.0 * math.pi)
-        self._upper = np.where(np.isfinite(chain.upper), chain.upper, 4.0 * math.pi)
-        self._tolerance = IkSolver.__init__.__defaults__[0]
-
-    def solve(self, position, quaternion, seed):
-        """Iterate dq = J^T (J J^T + lambda I)^-1 e, clamped, until within the tolerance."""
-        pin, model, data, frame = self._pin, self._model, self._data, self._frame
-        q = np.array(seed, dtype=float)
-        identity = np.eye(3)
-        for _ in range(100):
-            pin.framesForwardKinematics(model, data, q)
-            error = position - data.oMf[frame].translation
-            squared = float(error @ error)
-            if squared < self._tolerance ** 2:
-                break
-            jacobian = pin.computeFrameJacobian(model, data, q, frame,
-                                                pin.LOCAL_WORLD_ALIGNED)[:3]
-            step = jacobian.T @ np.linalg.solve(
-                jacobian @ jacobian.T + (1e-6 + 0.1 * squared) * identity, error)
-            q = np.clip(q + step, self._lower, self._upper)
-        return q
-
-
-def references(name: str, chain: Chain) -> tuple[dict[str, Reference], list[str]]:
-    """Return the reference solvers that are installed for a robot, and notes on the rest."""
-    urdf = (REPO / POSE_ROBOTS[name]).read_text()
-    found: dict[str, Reference] = {}
-    notes = []
-    for build in (lambda: TracIk(urdf, 'tool0'), lambda: PinocchioDls(urdf, 'tool0', chain)):
-        try:
-            solver = build()
-        except ImportError as error:
-            notes.append(f'skipped a reference: {error} (pip install -r bench/requirements.txt)')
-            continue
-        found[solver.name] = solver
-    return found, notes
-
-
-def process_timed(solve: Callable[[], Any], repeats: int) -> tuple[Any, float]:
-    """Return a solve's answer and its process CPU time (microseconds), fastest of repeats."""
-    best = math.inf
-    for _ in range(repeats):
-        start = time.process_time()
-        answer = solve()
-        best = min(best, time.process_time() - start)
-    return answer, best * 1e6
-
-
-def pose_errors(chain: Chain, q: np.ndarray, pose: np.ndarray) -> tuple[float, float]:
-    """Return the position (metres) and orientation (radians) errors of FK(q) to a pose."""
-    reached = chain.tip_pose(q)
-    cosine = (np.trace(reached[:3, :3].T @ pose[:3, :3]) - 1.0) / 2.0
-    return (float(np.linalg.norm(reached[:3, 3] - pose[:3, 3])),
-            float(np.arccos(np.clip(cosine, -1.0, 1.0))))
-
-
-def pose_figures(chain: Chain, solves: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray],
-                                                          np.ndarray]],
-                 poses: np.ndarray, seeds: np.ndarray | None, full: bool,
-                 start: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
-    """
-    Solve FK poses (n, 4, 4) with each solve(position, quaternion, seed) -> q; return figures.
-
-    Per solver, success and time figures; the poses are turned into the solvers' input (a
-    position and a quaternion x, y, z, w, as a ROS Pose carries them) before the timing.
-    seeds None: each solve is seeded with the solver's previous answer (tracking; the first
-    with `start`); full: success needs the orientation too, else the position only. The
-    solvers take turns by blocks of BLOCK targets, the order reversed every round, so the
-    machine's slow spells fall on all of them alike and their ratios hold.
-    """
-    records = {label: ([], [], [], [], []) for label in solves}  # times, positions, angles,
-    #                                                              jumps, limit violations
-    last = dict.fromkeys(solves, start)
-    order = list(solves)
-    for first in range(0, len(poses), BLOCK):
-        for label in order:
-            times, positions, angles, jumps, violations = records[label]
-            for index in range(first, min(first + BLOCK, len(poses))):
-                pose, q = poses[index], last[label]
-                seed = seeds[index] if seeds is not None else q
-                target, quaternion = pose[:3, 3].copy(), quaternion_from_rotation(pose[:3, :3])
-                answer, micros = process_timed(lambda: solves[label](target, quaternion, seed),
-                                               REPEATS if seeds is not None
-                                               else TRACKING_REPEATS)
-                answer = np.asarray(answer, dtype=float)
-                times.append(micros)
-                position, angle = pose_errors(chain, answer, pose)
-                positions.append(position)
-                angles.append(angle if full else 0.0)
-                violations.append(limit_violation(chain, answer))
-                if seeds is None:
-                    jumps.append(float(np.max(np.abs(answer - q))))
-                    last[label] = answer
-        order.reverse()
-    figures = {}
-    for label, (times, positions, angles, jumps, violations) in records.items():
-        positions, angles = np.array(positions), np.array(angles)
-        figures[label] = {
-            'targets': len(poses),
-            'success_rate': float(np.mean((positions <= SUCCESS_M) & (angles <= SUCCESS_RAD))),
-            'fine_success_rate': float(np.mean((positions <= FINE_M) & (angles <= FINE_RAD))),
-            'median_us': float(np.median(times)), 'p95_us': float(np.percentile(times, 95)),
-            'max_limit_violation_rad': float(max(violations)),
-        }
-        if seeds is None:
-            figures[label]['largest_joint_jump_rad'] = float(max(jumps))
-    return figures
-
-
-def smooth_poses(chain: Chain, steps: int, rng: np.random.Generator) -> np.ndarray:
-    """Return joint vectors (steps, n) along a smooth closed path (see smooth_path)."""
-    lower = np.maximum(chain.lower, -math.pi)
-    upper = np.minimum(chain.upper, math.pi)
-    middle = lower + (upper - lower) * rng.uniform(0.3, 0.7, chain.dof)
-    frequency = rng.integers(1, 3, chain.dof)
-    phase = rng.uniform(0.0, 2.0 * math.pi, chain.dof)
-    angle = np.linspace(0.0, 2.0 * math.pi, steps)[:, None]
-    return middle + (upper - lower) / 8.0 * np.sin(frequency * angle + phase)
-
-
-def against_references(name: str, chain: Chain, count: int, steps: int) -> dict[str, Any]:
-    """
-    Full poses and position-only solves, fabrik_ros next to the reference solvers.
-
-    Targets: FK of `count` random in-limit poses (from the neutral seed) and of a smooth path
-    of `steps` poses (tracking, seeded with the previous answer), own fixed seed.
-    """
-    rng = np.random.default_rng(SEED + 8)
-    poses = np.array([chain.tip_pose(q) for q in random_poses(chain, count, rng)])
-    path_q = smooth_poses(chain, steps, rng)
-    path = np.array([chain.tip_pose(q) for q in path_q])
-    neutral = np.repeat(chain.neutral()[None], count, axis=0)
-    solver = IkSolver(chain)
-    found, notes = references(name, chain)
-
-    def fabrik_pose(position, quaternion, seed):
-        return solver.solve(position, seed, orientation=quaternion).q
-
-    def fabrik_position(position, quaternion, seed):
-        return solver.solve(position, seed).q
-
-    def run(solves, full):
-        # Tracking starts at the path's first pose, as a node that was there already.
-        cold = pose_figures(chain, solves, poses, neutral, full)
-        tracked = pose_figures(chain, solves, path[1:], None, full, path_q[0])
-        return {label: {'from_neutral': cold[label], 'tracking': tracked[label]}
-                for label in solves}
-
-    full_pose, position_only = {'fabrik_ros': fabrik_pose}, {'fabrik_ros': fabrik_position}
-    for label, ref in found.items():
-        if isinstance(ref, TracIk):
-            full_pose[label] = position_only[f'{label} (full pose of the targets)'] = ref.solve
-        else:
-            position_only[label] = ref.solve
-    results: dict[str, Any] = {'notes': notes, 'full_pose': run(full_pose, True),
-                               'position_only': run(position_only, False)}
-    for kind in ('full_pose', 'position_only'):
-        ours = results[kind]['fabrik_ros']
-        for label, theirs in results[kind].items():
-            if label == 'fabrik_ros':
-                continue
-            theirs['fabrik_ros_time_ratio'] = {
-                stage: {stat: ours[stage][stat] / theirs[stage][stat]
-                        for stat in ('median_us', 'p95_us')}
-                for stage in ('from_neutral', 'tracking')}
-    return results
-
-
 def table(rows: list[list[str]], header: list[str]) -> str:
     """Return a markdown table."""
     lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
@@ -709,20 +445,38 @@ def main(argv: list[str] | None = None) -> None:
                         "hard cases and the speed are compared with in the same run ('' for "
                         'none)')
     parser.add_argument('--hard-only', action='store_true',
-                        help='only the hard cases (issue 12): holes, far targets, small robots')
+                        help='only the hard cases: holes, far targets, small robots')
+    parser.add_argument('--arms-only', action='store_true',
+                        help='only the arms against the reference solvers')
     args = parser.parse_args(argv)
     baseline = baseline_solver(args.baseline) if args.baseline else None
     count = 100 if args.quick else args.targets
     small = max(count // 5, 20)
     results: dict[str, Any] = {
+        'commit': _commit(),
+        'command': ' '.join(['python3', 'bench/ik_bench.py', *sys.argv[1:]]),
         'machine': {'python': platform.python_version(), 'numpy': np.__version__,
                     'processor': platform.processor() or platform.machine(),
-                    'reference_us_before': reference_us()},
+                    'reference_us_before': reference_us(),
+                    'load_average_before': os.getloadavg()},
         'settings': {'success_m': SUCCESS_M, 'tolerance_m': IkSolver.__init__.__defaults__[0],
-                     'repeats': REPEATS, 'tracking_repeats': TRACKING_REPEATS, 'seed': SEED},
+                     'timing': 'wall clock around the solve call, one solve per target; CPU '
+                               'time of the process beside it', 'seed': SEED},
         'robots': {},
     }
-    for name, build in ROBOTS.items():
+    if not args.hard_only:
+        results['arms'] = {}
+        for name in ARMS:
+            print(f'{name} against the reference solvers ...', file=sys.stderr)
+            noise, load = reference_us(statistic=np.median), os.getloadavg()[0]
+            results['arms'][name] = compare_arm(name, count,
+                                                201 if args.quick else SMOOTH_STEPS,
+                                                200 if args.quick else FAST_STEPS)
+            # How busy the machine was: TRAC-IK's two threads wait for a free core.
+            results['arms'][name]['reference_median_us'] = [
+                noise, reference_us(statistic=np.median)]
+            results['arms'][name]['load_average'] = [load, os.getloadavg()[0]]
+    for name, build in ({} if args.arms_only else ROBOTS).items():
         chain = build()
         rng = np.random.default_rng(SEED)
         print(f'{name}: {chain.dof} joints ...', file=sys.stderr)
@@ -739,19 +493,27 @@ def main(argv: list[str] | None = None) -> None:
                 'variants': variants(chain, small, rng),
                 'speed': speed(chain, count, 1001, baseline),
             }
-            if name in POSE_ROBOTS:
-                steps = 1001 if count >= 1000 else 201
-                results['robots'][name]['references'] = against_references(
-                    name, chain, count, steps)
         results['robots'][name]['hard_cases'] = hard_cases(chain, count, rng, baseline)
         results['robots'][name]['small_robot'] = small_robot(chain, small, rng, baseline)
         results['robots'][name]['reference_median_us'] = [
             noise, reference_us(statistic=np.median)]   # before and after its section
     results['machine']['reference_us_after'] = reference_us()
-    tables = hard_report(results)
-    if not args.hard_only:
-        tables = report(results) + '\n\n' + tables
+    results['machine']['load_average_after'] = os.getloadavg()
+    if args.arms_only:
+        tables = arms_report(results['arms'], table)
+    else:
+        tables = hard_report(results)
+        if not args.hard_only:
+            tables = report(results) + '\n\n' + tables
     publish(results, tables, 'ik_hard_bench.json' if args.hard_only else 'ik_bench.json')
+
+
+def _commit() -> str:
+    """Return the commit the benchmark runs on, '+changes' after it if the tree differs."""
+    def git(*words: str) -> str:
+        return subprocess.run(['git', '-C', str(REPO), *words], capture_output=True,
+                              text=True).stdout.strip()
+    return git('rev-parse', 'HEAD') + ('+changes' if git('status', '--porcelain') else '')
 
 
 def publish(results: dict[str, Any], tables: str, file_name: str) -> None:
@@ -783,10 +545,12 @@ def report(results: dict[str, Any]) -> str:
             f"{far['mean_excess_over_straight_m'] * 1e3:.2f} mm, {far['median_us']:.0f}",
         ])
     text = table(rows, [
-        'robot (DOF)', 'success ≤1 mm', 'median / p95 µs', 'iterations (FABRIK + closing)',
+        'robot (DOF)', 'success ≤1 mm', 'wall median / p95 µs', 'iterations (FABRIK + closing)',
         'distance removed by FABRIK', 'restarted', 'max limit violation rad',
         'tracking: success, median / p95 µs, max jump rad', 'near stretch: success, median µs',
         'out of reach: excess over straight, median µs'])
+    text += ('\n\nTimes are wall clock around the solve call, one solve per target; the CPU '
+             'time of the same calls is in the JSON.')
     variant_rows = []
     for name, r in robots.items():
         for variant, v in r['variants'].items():
@@ -804,30 +568,7 @@ def report(results: dict[str, Any]) -> str:
     text += '\n\nVariants (same targets, same run; time ratios to the default):\n\n'
     text += table(variant_rows, ['robot', 'variant', 'success ≤1 mm', 'median µs',
                                  'median ratio', 'p95 ratio', 'FABRIK + closing'])
-    for kind, title in (('full_pose', 'Full poses (1 mm & 1°; 0.1 mm & 0.1°)'),
-                        ('position_only', 'Position only (1 mm)')):
-        rows = []
-        for name, r in robots.items():
-            if 'references' not in r:
-                continue
-            for label, figures in r['references'][kind].items():
-                neutral, track = figures['from_neutral'], figures['tracking']
-                ratio = figures.get('fabrik_ros_time_ratio')
-                rows.append([
-                    name, label,
-                    f"{neutral['success_rate']:.1%} / {neutral['fine_success_rate']:.1%}",
-                    f"{neutral['median_us']:.0f} / {neutral['p95_us']:.0f}",
-                    f"{track['success_rate']:.1%} / {track['fine_success_rate']:.1%}",
-                    f"{track['median_us']:.0f} / {track['p95_us']:.0f}",
-                    f"{track['largest_joint_jump_rad']:.3f}",
-                    (f"{ratio['from_neutral']['median_us']:.2f} / "
-                     f"{ratio['tracking']['median_us']:.2f}") if ratio else ''])
-        text += f'\n\n{title}, process CPU time, same targets, same run:\n\n'
-        text += table(rows, ['robot', 'solver', 'from neutral: success', 'median / p95 µs',
-                             'tracking: success', 'median / p95 µs', 'max jump rad',
-                             'fabrik_ros time ratio (median, neutral / tracking)'])
-    notes = {note for r in robots.values() for note in r.get('references', {}).get('notes', [])}
-    text += ''.join(f'\n\nNote: {note}' for note in sorted(notes))
+    text += '\n\n' + arms_report(results['arms'], table)
     return text + '\n\n' + speed_report(results)
 
 
@@ -845,7 +586,7 @@ def speed_report(results: dict[str, Any]) -> str:
             cells.append(f"{ratio['median_us']:.2f} / {ratio['p95_us']:.2f}" if ratio else '')
             rows.append(cells)
     return ('Speed against the baseline (same targets, alternating target by target):\n\n'
-            + table(rows, ['robot', 'stage', 'now: success, median / p95 µs, per 60 Hz frame',
+            + table(rows, ['robot', 'stage', 'now: success, wall median / p95 µs, per 60 Hz frame',
                            'baseline: the same', 'time ratio now / baseline (median / p95)']))
 
 

@@ -55,7 +55,7 @@ from fabrik_ros.chain import Chain  # noqa: E402
 from fabrik_ros.config import chain_from_parameters, load_config  # noqa: E402
 from fabrik_ros.ik import IkSolver  # noqa: E402
 from ik_bench import baseline_solver, limit_violation, publish, random_poses, REPO, SEED, \
-    SUCCESS_M, summary, table, timed_solve, TRACKING_REPEATS  # noqa: E402
+    SUCCESS_M, summary, table, timed_solve  # noqa: E402
 import numpy as np  # noqa: E402
 
 ROBOTS = ('dual_arm', 'spider')
@@ -146,7 +146,7 @@ def tracking(chain: Chain, paths: int, steps: int, rng: np.random.Generator
                 for changed in ([slice(None)] if mode == 'together'
                                 else range(len(points))):
                     targets[changed] = points[changed]
-                    result, micros = timed_solve(solver, targets, q, TRACKING_REPEATS)
+                    result, micros = timed_solve(solver, targets, q)
                     times.append(micros)
                     errors.append(float(np.max(np.linalg.norm(
                         chain.effector_positions(result.q) - targets, axis=1))))
