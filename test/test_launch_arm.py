@@ -16,9 +16,18 @@
 launch_testing of launch/arm.launch.py: a target on target_pose moves the simulated arm.
 
 Runs where launch, launch_ros and launch_testing are installed and fabrik_ros is built into
-an ament prefix (colcon build; source install/setup.bash). Elsewhere one test says why it
-is skipped, so a plain `python3 -m pytest` of the source tree still runs everything else.
+an ament prefix (colcon build; source install/setup.bash), three ways alike:
+
+    launch_test test/test_launch_arm.py
+    python3 -m pytest test/test_launch_arm.py
+    colcon test --packages-select fabrik_ros
+
+Elsewhere one test says why it is skipped, so a plain `python3 -m pytest` of the source
+tree still runs everything else.
 """
+
+from pathlib import Path
+import sys
 
 import pytest
 
@@ -48,5 +57,8 @@ if WHY_NOT:
         """Stand in for the launch test, skipped with the reason."""
         pytest.skip(WHY_NOT)
 else:
+    # `launch_test test/test_launch_arm.py` imports this file without putting test/ on
+    # sys.path (pytest and colcon test do): the cases live beside it.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from arm_launch_cases import (generate_test_description,  # noqa: F401
                                   TestArmFollowsTarget, TestCleanShutdown)
