@@ -223,7 +223,8 @@ def render(recording: Path, output: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Render a recording given on the command line."""
-    parser = argparse.ArgumentParser(description=__doc__.strip().split('\n')[0])
+    parser = argparse.ArgumentParser(prog='python3 -m fabrik_ros.render',
+                                     description=__doc__.strip().split('\n')[0])
     parser.add_argument('recording', type=Path, help='.npz from fabrik_ros.demo --record')
     parser.add_argument('-o', '--output', type=Path, required=True, help='PNG to write')
     args = parser.parse_args(argv)
