@@ -70,7 +70,8 @@ def resolve_config(value: str, share_dir: Path, argument: str = 'config') -> Pat
     for candidate in (Path(value).expanduser(), share_dir / 'config' / value):
         if candidate.is_file():
             return candidate.absolute()
-    known = sorted(path.name for path in (share_dir / 'config').glob('*.yaml'))
+    known = sorted(str(path.relative_to(share_dir / 'config'))
+                   for path in (share_dir / 'config').rglob('*.yaml'))
     raise FileNotFoundError(f"{argument} '{value}' is neither a file nor one of {known}")
 
 
