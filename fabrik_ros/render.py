@@ -15,7 +15,8 @@
 """
 Draw a recorded demo run: the chain at work, the target path, the tip path, the errors.
 
-The README pictures come from real runs, regenerated with (from the repository root):
+The pictures in docs/images come from real runs, regenerated with (from the repository
+root, each command behind ``bash scripts/ros_venv.sh``):
     python3 -m fabrik_ros.demo --mode single --record /tmp/single.npz
     python3 -m fabrik_ros.render /tmp/single.npz -o docs/images/single.png
     python3 -m fabrik_ros.demo --mode double --record /tmp/double.npz
