@@ -25,6 +25,7 @@ setup(
         ('share/' + package_name, ['package.xml']),
         share_files('launch', '*.launch.py'),
         share_files('config', '*.yaml'),
+        share_files('config/overlays', '*.yaml'),
         share_files('urdf'),
         share_files('rviz', '*.rviz'),
     ],

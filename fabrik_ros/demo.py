@@ -22,6 +22,7 @@ Run it from the repository (or anywhere once the package is installed):
     python3 -m fabrik_ros.demo --mode spider        # six legs stepping in a tripod gait
     python3 -m fabrik_ros.demo --mode spider --free-body  # ... walking; its body slides
     python3 -m fabrik_ros.demo --record arm.npz     # keep the run for fabrik_ros.render
+    python3 -m fabrik_ros.demo --log-dir logs       # keep the nodes' logs
 
 It starts ``ik_node`` and ``sim_arm`` as their own processes with the mode's config; the
 node's commands go to ``joint_commands``, the simulated arm measures ``joint_states``.
@@ -46,8 +47,9 @@ holding their targets (``effector_weights`` FOOTHOLD_WEIGHT), let it. The node's
 travel.
 
 DDS stays on this machine (ROS_LOCALHOST_ONLY, ROS_AUTOMATIC_DISCOVERY_RANGE), on
-ROS_DOMAIN_ID 42 unless the environment sets another. Exit code 0 on success, 1 when a
-node died or never came up, 130 on Ctrl-C.
+ROS_DOMAIN_ID 42 unless the environment sets another. The nodes' logs go to a temporary
+folder removed at the end (a node that fails has its last lines printed), or to
+``--log-dir``. Exit code 0 on success, 1 when a node died or never came up, 130 on Ctrl-C.
 """
 
 import argparse
@@ -309,16 +311,25 @@ def stop_all(children: list[NodeProcess]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the demo with the nodes' logs in --log-dir, or in a folder removed afterwards."""
+    if args.log_dir:
+        log_dir = Path(args.log_dir)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        return run_with_logs(args, log_dir)
+    with tempfile.TemporaryDirectory(prefix='fabrik_demo_') as scratch:
+        return run_with_logs(args, Path(scratch))
+
+
+def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     """Start the nodes, drive the targets, print the live view and summary; return exit code."""
     os.environ.update(ros_environment(os.environ))  # before rclpy.init() reads it
     share = package_share_dir()
     config = Path(args.config) if args.config else share / 'config' / MODES[args.mode]
     chain = chain_from_parameters(load_config(config), share)
     plan = TargetPlan.for_mode(chain, args.mode, args.duration, args.free_body)
-    log_dir = Path(tempfile.mkdtemp(prefix='fabrik_demo_'))
+    logs = f', node logs in {log_dir}' if args.log_dir else ''
     print(f'fabrik_ros demo: mode {args.mode}{", free body" * args.free_body}, {config}, '
-          'ROS_DOMAIN_ID '
-          f'{os.environ["ROS_DOMAIN_ID"]}, node logs in {log_dir}', flush=True)
+          f'ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}{logs}', flush=True)
     params = ['--params-file', str(config)]
     root = []
     if args.free_body:
@@ -364,7 +375,8 @@ def run(args: argparse.Namespace) -> int:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Return the command line options."""
-    parser = argparse.ArgumentParser(description=__doc__.strip().split('\n')[0])
+    parser = argparse.ArgumentParser(prog='python3 -m fabrik_ros.demo',
+                                     description=__doc__.strip().split('\n')[0])
     parser.add_argument('--mode', choices=sorted(MODES), default='single',
                         help='single arm, double (two arms, one torso) or spider (six legs)')
     parser.add_argument('--duration', type=float, default=20.0,
@@ -376,6 +388,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help='the base slides toward the targets (ik_node root: free)')
     parser.add_argument('--record', help='write the run to this .npz for fabrik_ros.render')
     parser.add_argument('--summary-json', help='write the summary to this JSON file')
+    parser.add_argument('--log-dir', help="keep the nodes' logs in this folder (default: a "
+                        'temporary one, removed at the end)')
     args = parser.parse_args(argv)
     shortest = SETTLE_TIME + OUT_OF_REACH_TIME
     if not args.duration > shortest:

@@ -378,7 +378,8 @@ def format_summary(summary: dict) -> str:
     unreachable = beyond['node_reached'] is False
     body = summary.get('free_body')
     lines = [
-        f'summary ({summary["mode"]}, {Path(summary["config"]).name}, '
+        f'summary ({summary["mode"]}{", free body" * (body is not None)}, '
+        f'{Path(summary["config"]).name}, '
         f'{summary["duration_s"]:.1f} s)',
         f'  targets sent        {summary["targets_sent"]}',
         f'  solves              {summary["solves"]} (node report), '

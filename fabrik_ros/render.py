@@ -15,7 +15,8 @@
 """
 Draw a recorded demo run: the chain at work, the target path, the tip path, the errors.
 
-The README pictures come from real runs, regenerated with (from the repository root):
+The pictures in docs/images come from real runs, regenerated with (from the repository
+root, each command behind ``bash scripts/ros_venv.sh``):
     python3 -m fabrik_ros.demo --mode single --record /tmp/single.npz
     python3 -m fabrik_ros.render /tmp/single.npz -o docs/images/single.png
     python3 -m fabrik_ros.demo --mode double --record /tmp/double.npz
@@ -223,7 +224,8 @@ def render(recording: Path, output: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Render a recording given on the command line."""
-    parser = argparse.ArgumentParser(description=__doc__.strip().split('\n')[0])
+    parser = argparse.ArgumentParser(prog='python3 -m fabrik_ros.render',
+                                     description=__doc__.strip().split('\n')[0])
     parser.add_argument('recording', type=Path, help='.npz from fabrik_ros.demo --record')
     parser.add_argument('-o', '--output', type=Path, required=True, help='PNG to write')
     args = parser.parse_args(argv)

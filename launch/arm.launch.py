@@ -18,6 +18,8 @@ Launch the IK node with a simulated arm, robot_state_publisher and RViz.
     ros2 launch fabrik_ros arm.launch.py                          # 6-DOF demo arm in RViz
     ros2 launch fabrik_ros arm.launch.py config:=tentacle.yaml    # any file in config/, or a path
     ros2 launch fabrik_ros arm.launch.py sim:=false rviz:=false namespace:=left_arm
+    ros2 launch fabrik_ros arm.launch.py config:=spider.yaml params:=spider_free_body.yaml
+                                                                  # overlays, comma-separated
 
 Then click RViz's Publish Point tool in the scene, or:
     ros2 topic pub --once target_pose geometry_msgs/msg/PoseStamped \
@@ -63,13 +65,20 @@ def is_installed(package: str) -> bool:
     return True
 
 
-def resolve_config(value: str, share_dir: Path) -> Path:
+def resolve_config(value: str, share_dir: Path, argument: str = 'config') -> Path:
     """Return the parameters file: a path as given, or a file name in the package's config/."""
     for candidate in (Path(value).expanduser(), share_dir / 'config' / value):
         if candidate.is_file():
             return candidate.absolute()
-    known = sorted(path.name for path in (share_dir / 'config').glob('*.yaml'))
-    raise FileNotFoundError(f"config '{value}' is neither a file nor one of {known}")
+    known = sorted(str(path.relative_to(share_dir / 'config'))
+                   for path in (share_dir / 'config').rglob('*.yaml'))
+    raise FileNotFoundError(f"{argument} '{value}' is neither a file nor one of {known}")
+
+
+def resolve_overlays(value: str, share_dir: Path) -> list[Path]:
+    """Return the overlay files of a comma-separated `params` argument, in order."""
+    return [resolve_config(name.strip(), share_dir, 'params')
+            for name in value.split(',') if name.strip()]
 
 
 def flag(context: LaunchContext, name: str) -> bool:
@@ -81,9 +90,13 @@ def launch_nodes(context: LaunchContext) -> list:
     """Return the nodes for the performed launch arguments."""
     share_dir = Path(get_package_share_directory(PACKAGE))
     config = resolve_config(LaunchConfiguration('config').perform(context), share_dir)
+    overlays = resolve_overlays(LaunchConfiguration('params').perform(context), share_dir)
     namespace = LaunchConfiguration('namespace').perform(context).strip('/')
     sim = flag(context, 'sim')
     params = load_config(config)
+    for overlay in overlays:  # each over the ones before, as --params-file does
+        params.update(load_config(overlay))
+    files = [str(path) for path in (config, *overlays)]
 
     overrides = {}
     if not (sim or 'joint_command_topic' in params or params.get('feedback_topic')):
@@ -91,15 +104,14 @@ def launch_nodes(context: LaunchContext) -> list:
     if 'rviz_targets' not in params:
         overrides['rviz_targets'] = (flag(context, 'rviz')
                                      and not HARDWARE_OUTPUTS & set(params.get('outputs', [])))
-    ik_parameters = [str(config), overrides]
     actions = [
-        LogInfo(msg=f'fabrik_ros: config {config}'),
+        LogInfo(msg=f'fabrik_ros: config {", ".join(files)}'),
         Node(package=PACKAGE, executable='ik_node', namespace=namespace,
-             parameters=ik_parameters, output='screen'),
+             parameters=[*files, overrides], output='screen'),
     ]
     if sim:
         actions.append(Node(package=PACKAGE, executable='sim_arm', namespace=namespace,
-                            parameters=[str(config)], output='screen'))
+                            parameters=files, output='screen'))
 
     if is_installed('robot_state_publisher'):
         urdf = robot_description(params, share_dir, robot_name=config.stem)
@@ -133,6 +145,10 @@ def generate_launch_description() -> LaunchDescription:
             'config', default_value='arm.yaml',
             description='Parameters file: a file name in the package config/ folder '
                         '(arm.yaml, tentacle.yaml, ...) or a path'),
+        DeclareLaunchArgument(
+            'params', default_value='',
+            description='Parameter overlays over config, comma-separated, applied in order: '
+                        'file names in the package config/ folder or paths'),
         DeclareLaunchArgument(
             'rviz', default_value='true', choices=['true', 'false'],
             description='Start RViz with rviz/arm.rviz'),

@@ -73,8 +73,8 @@ def generate_test_description() -> LaunchDescription:
     return LaunchDescription([arm, launch_testing.actions.ReadyToTest()])
 
 
-class TestArmFollowsTarget(unittest.TestCase):
-    """The launched IK node and simulated arm take the tip to a target."""
+class LaunchProbe(unittest.TestCase):
+    """A probe node in the launched graph's domain, spun until a condition holds."""
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -96,6 +96,10 @@ class TestArmFollowsTarget(unittest.TestCase):
             if done():
                 return True
         return False
+
+
+class TestArmFollowsTarget(LaunchProbe):
+    """The launched IK node and simulated arm take the tip to a target."""
 
     def publisher_nodes(self, topic: str) -> set[str]:
         """Return the names of the nodes publishing `topic`."""

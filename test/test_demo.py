@@ -30,15 +30,24 @@ RUN_TIMEOUT = 120.0  # seconds for a short demo, node start-up on a busy machine
 
 
 def run_demo(mode: str, duration: float, folder: Path, *options: str) -> tuple[str, dict]:
-    """Run the demo as README's first command does; return its output and summary."""
+    """
+    Run the demo as README's first command does; return its output and summary.
+
+    The run gets a temporary directory of its own, which it must leave as it found it.
+    """
     summary_path = folder / 'summary.json'
+    scratch = folder / 'tmp'
+    scratch.mkdir()
     process = subprocess.run(
         [sys.executable, '-m', 'fabrik_ros.demo', '--mode', mode, '--duration', str(duration),
          '--summary-json', str(summary_path), '--record', str(folder / 'run.npz'), *options],
-        cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+        env={**os.environ, 'TMPDIR': str(scratch)})
     output = process.stdout + process.stderr
     assert process.returncode == 0, output
-    assert f'summary ({mode}, {MODES[mode]}, {duration:.1f} s)' in process.stdout, output
+    free = ', free body' if '--free-body' in options else ''
+    assert f'summary ({mode}{free}, {MODES[mode]}, {duration:.1f} s)' in process.stdout, output
+    assert not list(scratch.iterdir()), 'the demo left its logs in the temporary directory'
     return output, json.loads(summary_path.read_text())
 
 
@@ -102,6 +111,13 @@ def test_spider_free_body_slides_toward_the_far_target(tmp_path: Path) -> None:
     assert summary['arm_error_holding_mm'] < 1.0, output
     assert_out_of_reach_reported(summary, output)
     assert 'free body           travelled' in output
+
+
+def test_help_names_the_command_to_type() -> None:
+    """--help shows the module command README gives, not the file name."""
+    process = subprocess.run([sys.executable, '-m', 'fabrik_ros.demo', '--help'], cwd=REPO,
+                             capture_output=True, text=True, timeout=RUN_TIMEOUT, check=True)
+    assert process.stdout.startswith('usage: python3 -m fabrik_ros.demo'), process.stdout
 
 
 def test_environment_keeps_dds_on_loopback_and_a_chosen_domain() -> None:

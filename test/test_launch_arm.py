@@ -16,37 +16,27 @@
 launch_testing of launch/arm.launch.py: a target on target_pose moves the simulated arm.
 
 Runs where launch, launch_ros and launch_testing are installed and fabrik_ros is built into
-an ament prefix (colcon build; source install/setup.bash). Elsewhere one test says why it
-is skipped, so a plain `python3 -m pytest` of the source tree still runs everything else.
+an ament prefix (colcon build; source install/setup.bash), three ways alike:
+
+    launch_test test/test_launch_arm.py
+    python3 -m pytest test/test_launch_arm.py
+    colcon test --packages-select fabrik_ros
+
+Elsewhere one test says why it is skipped, so a plain `python3 -m pytest` of the source
+tree still runs everything else.
 """
 
-import pytest
+from pathlib import Path
+import sys
 
-
-def why_not_runnable() -> str:
-    """Return why the launch test cannot run here ('' if it can)."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        from ament_index_python.packages import PackageNotFoundError
-        import launch  # noqa: F401
-        import launch_ros  # noqa: F401  (arm.launch.py needs it)
-        import launch_testing  # noqa: F401
-    except ImportError as error:
-        return (f'{error.name} is not installed: launch tests need launch, launch_ros and '
-                'launch_testing (a ROS 2 install has them; the PyPI wheels do not)')
-    try:
-        get_package_share_directory('fabrik_ros')
-    except (PackageNotFoundError, OSError):  # OSError: no AMENT_PREFIX_PATH at all
-        return 'fabrik_ros is not in the ament index: colcon build, then source ' \
-            'install/setup.bash'
-    return ''
-
+# `launch_test test/test_launch_arm.py` imports this file without putting test/ on sys.path
+# (pytest and colcon test do): the helpers and the cases live beside it.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from launch_support import skipped, why_not_runnable  # noqa: E402, I100
 
 WHY_NOT = why_not_runnable()
 if WHY_NOT:
-    def test_arm_launch() -> None:
-        """Stand in for the launch test, skipped with the reason."""
-        pytest.skip(WHY_NOT)
+    test_arm_launch = skipped(WHY_NOT)
 else:
     from arm_launch_cases import (generate_test_description,  # noqa: F401
                                   TestArmFollowsTarget, TestCleanShutdown)
