@@ -36,7 +36,7 @@ Targets follow a smooth loop through the workspace (FK of a joint-space loop, so
 reachable), about a millimetre apart, like a 500 Hz teleoperation stream. They are positions
 (the identity quaternion only makes the message valid): the node runs with orientation_mode
 position, else it would chase that orientation, out of reach on most of the loop. Prints a summary
-and writes bench/results/node_bench.json. Goals (issue 11): the rate the echo sustains in the
+and writes bench/results/node_bench.json. Goals: the rate the echo sustains in the
 same run, p99 latency <= 2 ms, flat memory (the soak at the echo's rate grows the node's
 resident memory by at most 1 MiB). Also printed and written: the node's latency over the
 echo's (median and p99), what the node itself adds; the echo's own p99 bounds the goal from

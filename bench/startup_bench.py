@@ -15,7 +15,7 @@
 # limitations under the License.
 
 """
-Start-up cost against the number of joints (issue 10): a benchmark, not a test.
+Start-up cost against the number of joints: a benchmark, not a test.
 
     python3 bench/startup_bench.py [--joints 100 250 500 1000 2000]
 

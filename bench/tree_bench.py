@@ -15,7 +15,7 @@
 # limitations under the License.
 
 """
-Benchmark of the FABRIK solver on trees (issue 4): a benchmark, not a test.
+Benchmark of the FABRIK solver on trees: a benchmark, not a test.
 
     python3 bench/tree_bench.py [--targets 300]
 
@@ -33,7 +33,7 @@ For config/dual_arm.yaml (two arms on a torso) and config/spider.yaml (six legs)
   every target is reachable), every effector's target changed together per step or one
   effector's per solve (targets in their own messages): success, time per solve, the
   largest joint jump between solves and how many solves jump more than 0.2 rad (a flip);
-- the hard cases (issue 12), now and with the solver of git revision --baseline in the same
+- the hard cases, now and with the solver of git revision --baseline in the same
   run: the spider with one leg sent 2 reaches out and the other feet at reachable targets
   (the other feet's errors), the dual arm with one tool sent 2 m away while the other holds
   (the held tool's drift), and the spider's free body under feet targets shifted 0.2 to
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--baseline', default='main', help='git revision whose solver the '
                         "hard cases are compared with in the same run ('' for none)")
     parser.add_argument('--hard-only', action='store_true',
-                        help='only the hard cases (issue 12), written to tree_hard_bench.json')
+                        help='only the hard cases, written to tree_hard_bench.json')
     args = parser.parse_args(argv)
     count = args.targets
     baseline = baseline_solver(args.baseline) if args.baseline else None

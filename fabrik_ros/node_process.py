@@ -31,7 +31,7 @@ class NodeProcess:
         """
         Start the module with the given ROS arguments, stdout and stderr to log_path.
 
-        The child gets its own session, so a Ctrl-C in the terminal reaches it only through
+        The child runs detached (setsid), so a Ctrl-C in the terminal reaches it only through
         stop(), after the parent has had its say. env defaults to this process's environment
         (which carries the loopback DDS settings and the ROS domain).
         """

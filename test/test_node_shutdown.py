@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Ctrl-C ends the nodes cleanly, however many arrive (issue #9, bug 7).
+Ctrl-C ends the nodes cleanly, however many arrive.
 
 `ros2 launch` forwards the terminal's SIGINT to each node and then sends its own, which may
 land while the node is being destroyed. Signals need a process of their own: these run the
