@@ -71,7 +71,7 @@ class JogSettings:
 
     command_period: float = 0.01
     timeout: float = 0.1
-    length_scale: float = 0.3
+    length_scale: float = 1.0
     goal_gain: float = 10.0
     goal_window_m: float = 0.005
     goal_window_rad: float = 0.03
@@ -307,7 +307,7 @@ class Jogger:
         posture = self._posture_velocity()
         step = joint_step(jacobian, task, low, high, bounded, posture, s.directions)
         status = JogStatus.NO_WARNING
-        if step.weakest_weight < 1e-3:
+        if step.strongest_weight < 1e-3:
             status = JogStatus.HALT_FOR_SINGULARITY
         elif step.locked.any():
             status = JogStatus.JOINT_BOUND
@@ -340,17 +340,17 @@ class Jogger:
         return self.settings.posture_gain * error
 
     def _advance(self, wanted: np.ndarray) -> None:
-        """Step toward ``wanted`` within the acceleration limits, all joints together."""
+        """
+        Step toward ``wanted`` within the limits, each joint at its own acceleration.
+
+        Per joint, so that a joint braking hard (into a singularity, at a bound) does not
+        hold back the others. Acceleration last: a velocity limit that just narrowed is
+        reached at the acceleration limit, never jumped to.
+        """
         limits, dt = self.limits, self.settings.command_period
-        change = wanted - self.velocity
         reach = limits.max_acceleration * dt
-        with np.errstate(divide='ignore', invalid='ignore'):
-            share = np.where(np.abs(change) > reach, reach / np.abs(change), 1.0)
-        velocity = self.velocity + float(np.min(share, initial=1.0)) * change
-        # The per-joint guard, acceleration last: a velocity limit that just narrowed is
-        # reached at the acceleration limit, never jumped to.
         low, high, _ = self._velocity_bounds()
-        velocity = np.clip(np.clip(velocity, low, high), self.velocity - reach,
+        velocity = np.clip(np.clip(wanted, low, high), self.velocity - reach,
                            self.velocity + reach)
         position = np.clip(self.position + velocity * dt, limits.lower, limits.upper)
         self.velocity = (position - self.position) / dt

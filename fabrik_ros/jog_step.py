@@ -17,10 +17,10 @@ One jogging step's joint velocity from a wanted tool twist: the math, no state, 
 
 The twist is mapped through the Jacobian's singular value decomposition. Each task
 direction (left singular vector u_i, gain sigma_i) passes whole while its conditioning
-``sigma_max / sigma_i`` is below ``pass_condition``, fades out smoothly (a smoothstep) up
-to ``stop_condition`` and is dropped beyond it; so near a singularity only the vanishing
+``sigma_max / sigma_i`` is below ``pass_condition`` and fades out smoothly to nothing at
+the singularity (see DirectionFilter.weights); so near a singularity only the vanishing
 directions slow down and the others keep their full speed, and the joint velocity is
-finite by construction (at most ``|twist| * stop_condition / sigma_max``). Angular rows
+finite by construction (at most ``1.125 * |twist| * pass_condition / sigma_max``). Angular rows
 are scaled by ``length_scale`` (metres) so that both halves of the twist have one unit.
 
 Joint bounds come in as per-joint velocity intervals (the velocity limit, narrowed by what
@@ -43,24 +43,30 @@ _RANK_TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class DirectionFilter:
-    """Conditioning bounds of the singular-direction filter (dimensionless, > 1)."""
+    """The conditioning (dimensionless, > 1) from which a singular direction fades."""
 
     pass_condition: float = 17.0
-    stop_condition: float = 150.0
+
+    def __post_init__(self) -> None:
+        """Refuse a bound that is not a finite number above 1."""
+        if not (np.isfinite(self.pass_condition) and self.pass_condition > 1.0):
+            raise ValueError(f'pass_condition must be finite and > 1, got '
+                             f'{self.pass_condition}')
 
     def weights(self, singular_values: np.ndarray) -> np.ndarray:
-        """Return each direction's weight in [0, 1]: 1 well conditioned, 0 beyond the stop."""
+        """
+        Return each direction's weight in [0, 1]: 1 up to pass_condition, 0 when singular.
+
+        With x = sigma / (sigma_max / pass_condition) the weight is smoothstep(x): C1, and
+        the joint speed it asks along the direction (weight / sigma per unit twist) peaks
+        at 1.125 / sigma_pass and falls linearly to 0 at the singularity, so the arm brakes
+        into it instead of being flung through.
+        """
         largest = singular_values[0] if singular_values.size else 0.0
         if largest <= 0.0:
             return np.zeros_like(singular_values)
-        with np.errstate(divide='ignore'):
-            condition = np.where(singular_values > _RANK_TOLERANCE * largest,
-                                 largest / singular_values, np.inf)
-        # Smoothstep on the logarithm of the conditioning: C1 in the joint configuration.
-        span = np.log(self.stop_condition / self.pass_condition)
-        x = np.clip((np.log(np.minimum(condition, 1e300)) - np.log(self.pass_condition))
-                    / span, 0.0, 1.0)
-        return 1.0 - x * x * (3.0 - 2.0 * x)
+        x = np.clip(singular_values * (self.pass_condition / largest), 0.0, 1.0)
+        return x * x * (3.0 - 2.0 * x)
 
 
 @dataclass(frozen=True)
@@ -69,13 +75,15 @@ class StepResult:
 
     velocity: np.ndarray
     weakest_weight: float   # the smallest weight of a direction the twist has a part along
+    strongest_weight: float  # the largest such weight (0: nothing asked can move)
     smallest_singular: float
     locked: np.ndarray      # bool per joint: held at a bound its position limit sets
 
 
 def fit_scale(base: np.ndarray, extra: np.ndarray, low: np.ndarray,
               high: np.ndarray) -> float:
-    """Return the largest s in [0, 1] with low <= base + s * extra <= high per entry.
+    """
+    Return the largest s in [0, 1] with low <= base + s * extra <= high per entry.
 
     ``base`` must lie within [low, high]; entries where it does not only shrink s to 0.
     """
@@ -83,19 +91,20 @@ def fit_scale(base: np.ndarray, extra: np.ndarray, low: np.ndarray,
     moving = np.abs(extra) > 0.0
     if not moving.any():
         return scale
-    room = np.where(extra > 0.0, high - base, low - base)[moving] / extra[moving]
+    with np.errstate(over='ignore'):
+        room = np.where(extra > 0.0, high - base, low - base)[moving] / extra[moving]
     return float(np.clip(np.min(room, initial=1.0), 0.0, 1.0))
 
 
 def _solve_task(jacobian: np.ndarray, twist: np.ndarray, free: np.ndarray,
                 directions: DirectionFilter
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
-    """Return (well-conditioned part, fading part, null basis, weakest weight, sigma_min)."""
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, float], float]:
+    """Return (whole part, fading part, null basis, (weakest, strongest) weight, sigma_min)."""
     size = jacobian.shape[1]
     strong, fading = np.zeros(size), np.zeros(size)
     columns = np.flatnonzero(free)
     if columns.size == 0:
-        return strong, fading, np.zeros((size, 0)), 0.0, 0.0
+        return strong, fading, np.zeros((size, 0)), (0.0, 0.0), 0.0
     u, sigma, vt = np.linalg.svd(jacobian[:, columns], full_matrices=True)
     rank = sigma.size
     weights = directions.weights(sigma)
@@ -110,8 +119,9 @@ def _solve_task(jacobian: np.ndarray, twist: np.ndarray, free: np.ndarray,
     null = np.zeros((size, columns.size - min(rank, columns.size)))
     null[columns] = vt[rank:].T
     asked = np.abs(parts) > 1e-12 * max(1.0, float(np.linalg.norm(twist)))
-    weakest = float(np.min(weights[asked], initial=1.0))
-    return strong, fading, null, weakest, float(sigma[-1]) if rank else 0.0
+    extremes = (float(np.min(weights[asked], initial=1.0)),
+                float(np.max(weights[asked], initial=1.0)))
+    return strong, fading, null, extremes, float(sigma[-1]) if rank else 0.0
 
 
 def joint_step(jacobian: np.ndarray, twist: np.ndarray, low: np.ndarray, high: np.ndarray,
@@ -131,7 +141,7 @@ def joint_step(jacobian: np.ndarray, twist: np.ndarray, low: np.ndarray, high: n
     locked = np.zeros(size)
     for _ in range(size + 1):
         remaining = twist - jacobian @ locked
-        strong, fading, null, weakest, sigma_min = _solve_task(
+        strong, fading, null, extremes, sigma_min = _solve_task(
             jacobian, remaining, free, directions)
         wanted = strong + fading + locked
         pushing = free & bounded & ((wanted > high) | (wanted < low))
@@ -145,4 +155,4 @@ def joint_step(jacobian: np.ndarray, twist: np.ndarray, low: np.ndarray, high: n
     if posture is not None and null.shape[1]:
         drift = null @ (null.T @ posture)
         velocity += fit_scale(velocity, drift, low, high) * drift
-    return StepResult(np.clip(velocity, low, high), weakest, sigma_min, ~free)
+    return StepResult(np.clip(velocity, low, high), *extremes, sigma_min, ~free)
