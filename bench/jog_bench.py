@@ -49,8 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fabrik_ros.chain import Chain  # noqa: E402
 from fabrik_ros.config import chain_from_parameters, load_config  # noqa: E402
-from fabrik_ros.jog import Jogger, JogSettings  # noqa: E402
-from fabrik_ros.model.rotations import quaternion_from_rotation  # noqa: E402
+from fabrik_ros.jog import achieved_twist, Jogger, JogSettings  # noqa: E402
 from fabrik_ros.motion import braking_speed, MotionLimits  # noqa: E402
 from ik_bench import _commit, publish, REPO  # noqa: E402
 import numpy as np  # noqa: E402
@@ -157,15 +156,6 @@ def guard(position: np.ndarray, velocity: np.ndarray, wanted: np.ndarray,
     return new_position, (new_position - position) / dt
 
 
-def _tool_twist(chain: Chain, before: np.ndarray, after: np.ndarray, dt: float) -> np.ndarray:
-    a, b = chain.tip_pose(before), chain.tip_pose(after)
-    x, y, z, w = quaternion_from_rotation(b[:3, :3] @ a[:3, :3].T)
-    sine = np.linalg.norm([x, y, z])
-    turn = np.zeros(3) if sine < 1e-15 else 2.0 * np.arctan2(sine, w) / sine * np.array(
-        [x, y, z])
-    return np.concatenate([b[:3, 3] - a[:3, 3], turn]) / dt
-
-
 def _remaining(chain: Chain, q: np.ndarray, twist: np.ndarray) -> np.ndarray:
     """Return ``twist`` less its parts along directions conditioned worse than 17."""
     u, sigma, _ = np.linalg.svd(_jacobian(chain, q))
@@ -207,7 +197,7 @@ def run(chain: Chain, loop: str, rate: float, start: np.ndarray,
         wall.append(time.perf_counter() - wall_start)
         positions.append(jogger.position.copy())
         if RAMP_S <= now and tick <= last_command:
-            achieved = _tool_twist(chain, positions[-2], positions[-1], dt)
+            achieved = achieved_twist(chain, positions[-2], positions[-1], dt)
             linear.append(_relative(achieved[:3] - twist[:3], twist[:3]))
             angular.append(float(np.linalg.norm(achieved[3:] - twist[3:])))
             turned.append(_angle_deg(achieved[:3], twist[:3]))

@@ -66,7 +66,9 @@ class JogSettings:
     conditioning. goal_gain: 1/s, how fast drift from the goal is corrected. goal_window_m
     / goal_window_rad: how far the goal may run ahead of the achieved pose. posture: the
     redundant arm's preferred joint positions (None: mid-range of finite limits, no
-    preference for continuous joints); posture_gain: 1/s.
+    preference for continuous joints); posture_gain: 1/s. track_orientation: False jogs
+    tool positions only (the twist's angular part is ignored, the tool turns as it must),
+    as a chain with fewer than six joints per effector needs.
     """
 
     command_period: float = 0.01
@@ -77,6 +79,7 @@ class JogSettings:
     goal_window_rad: float = 0.03
     posture: tuple[float, ...] | None = None
     posture_gain: float = 1.0
+    track_orientation: bool = True
     directions: DirectionFilter = field(default_factory=DirectionFilter)
 
     def __post_init__(self) -> None:
@@ -114,6 +117,14 @@ def _turned(rotation: np.ndarray, angular: np.ndarray) -> np.ndarray:
     if angle == 0.0:
         return rotation
     return rotation_about_axis(angular / angle, angle) @ rotation
+
+
+def achieved_twist(chain: Chain, before: np.ndarray, after: np.ndarray, dt: float,
+                   effector: int = 0) -> np.ndarray:
+    """Return the (6,) base-frame tool twist (m/s, rad/s) from joints ``before`` to ``after``."""
+    a, b = chain.tip_pose(before, effector), chain.tip_pose(after, effector)
+    return np.concatenate([b[:3, 3] - a[:3, 3],
+                           _rotation_vector(b[:3, :3] @ a[:3, :3].T)]) / dt
 
 
 def _frame_rotation(frame: str | np.ndarray, tool: np.ndarray) -> np.ndarray:
@@ -304,8 +315,13 @@ class Jogger:
             task[rows] = np.concatenate([command[:3], s.length_scale * command[3:]]) \
                 + correction[rows]
             self._goal_poses[index] = (goal_p, goal_r)
+        rows = np.ones(task.size, dtype=bool)
+        if not s.track_orientation:
+            rows[np.arange(task.size) % 6 >= 3] = False
+            correction[~rows] = 0.0
         posture = self._posture_velocity()
-        step = joint_step(jacobian, task, low, high, bounded, posture, s.directions)
+        step = joint_step(jacobian[rows], task[rows], low, high, bounded, posture,
+                          s.directions)
         status = JogStatus.NO_WARNING
         if step.strongest_weight < 1e-3:
             status = JogStatus.HALT_FOR_SINGULARITY
