@@ -50,9 +50,10 @@ def segment_segment(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarr
     t = np.where(point2, (b * s + f) / np.where(point2, e, 1.0), 0.0)
     t_clamped = np.clip(t, 0.0, 1.0)
     point1 = a > _TINY
-    s = np.where(t_clamped != t,
-                 np.clip((b * t_clamped - c) / np.where(point1, a, 1.0), 0.0, 1.0), s)
-    s = np.where(point1, s, 0.0)
+    # s's best answer to t: where t was clamped or p2q2 is a point, this is what moves s;
+    # elsewhere it is s again (the optimum is each one's best answer to the other).
+    s = np.where(point1, np.clip((b * t_clamped - c) / np.where(point1, a, 1.0), 0.0, 1.0),
+                 0.0)
     closest1 = p1 + s[:, None] * d1
     closest2 = p2 + t_clamped[:, None] * d2
     return np.linalg.norm(closest1 - closest2, axis=1), closest1, closest2

@@ -282,18 +282,21 @@ def checked_pairs(model: CollisionModel, adjacent: Iterable[tuple[str, str]],
     skip = {frozenset(pair) for pair in list(adjacent) + list(disabled)}
     candidates = [(a, b) for a in range(len(model.names)) for b in range(a + 1, len(model.names))
                   if frozenset((model.names[a], model.names[b])) not in skip]
-    probe = CollisionModel(model.bodies, candidates)
     if not candidates or samples <= 0:
         return candidates
     low = np.where(np.isfinite(lower), lower, -np.pi)
     high = np.where(np.isfinite(upper), upper, np.pi)
     generator = np.random.default_rng(seed)
-    touching = np.zeros(len(probe.pairs), dtype=int)
-    for _ in range(samples):
-        world = world_of(generator.uniform(low, high))
-        touching += probe.pair_distances(world).distances < 0.0
+    placed = [model.segments(world_of(generator.uniform(low, high))) for _ in range(samples)]
+    starts = np.array([start for start, _ in placed])        # (samples, bodies, 3)
+    ends = np.array([end for _, end in placed])
+    first, second = np.array(candidates).T
+    distance = segment_segment(starts[:, first].reshape(-1, 3), ends[:, first].reshape(-1, 3),
+                               starts[:, second].reshape(-1, 3),
+                               ends[:, second].reshape(-1, 3))[0].reshape(samples, -1)
+    touching = np.sum(distance < model.radii[first] + model.radii[second], axis=0)
     keep = (touching > 0) & (touching < samples)
-    return [tuple(pair) for pair in probe.pairs[keep].tolist()]
+    return [pair for pair, kept in zip(candidates, keep) if kept]
 
 
 def srdf_disabled_pairs(srdf_xml: str | None) -> list[tuple[str, str]]:
