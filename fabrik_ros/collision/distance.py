@@ -59,6 +59,30 @@ def segment_segment(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarr
     return np.linalg.norm(closest1 - closest2, axis=1), closest1, closest2
 
 
+def segment_distances(start1: np.ndarray, direction1: np.ndarray, length1_squared: np.ndarray,
+                      start2: np.ndarray, direction2: np.ndarray, length2_squared: np.ndarray
+                      ) -> np.ndarray:
+    """
+    Return the distances (k,) between segments given as (3, k) starts and directions.
+
+    The hot path of segment_segment, distances only: coordinates as rows (so each dot is
+    one product and one sum over the short axis), the squared lengths passed in (they are
+    constants of rigid bodies), and no branch: a point's zero length meets a zero
+    numerator, and a parallel pair's arbitrary first guess is corrected by the best
+    answers that follow.
+    """
+    offset = start1 - start2
+    b = np.einsum('ij,ij->j', direction1, direction2)
+    c = np.einsum('ij,ij->j', direction1, offset)
+    f = np.einsum('ij,ij->j', direction2, offset)
+    s = (b * f - c * length2_squared) / (length1_squared * length2_squared - b * b + _TINY)
+    s = np.minimum(np.maximum(s, 0.0), 1.0)
+    t = np.minimum(np.maximum((b * s + f) / (length2_squared + _TINY), 0.0), 1.0)
+    s = np.minimum(np.maximum((b * t - c) / (length1_squared + _TINY), 0.0), 1.0)
+    gap = offset + s * direction1 - t * direction2
+    return np.sqrt(np.einsum('ij,ij->j', gap, gap))
+
+
 def segment_box(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
@@ -71,6 +95,20 @@ def segment_box(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray
     distance among those candidates (negative; the sign is exact, the depth a bound).
     Points: on the segment and on the box surface, (..., 3) each, box frame.
     """
+    signed, points, on_box = _box_candidates(start, end, half_sizes)
+    best = np.argmin(signed, axis=-1)[..., None]
+    distance = np.take_along_axis(signed, best, axis=-1)[..., 0]
+    point = np.take_along_axis(points, best[..., None], axis=-2)[..., 0, :]
+    surface = np.take_along_axis(on_box, best[..., None], axis=-2)[..., 0, :]
+    inside = distance <= 0.0
+    if np.any(inside):
+        surface = np.where(inside[..., None], _nearest_face(point, half_sizes), surface)
+    return distance, point, surface
+
+
+def _box_candidates(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return segment_box's candidates: signed distances (..., 7), points and box points."""
     direction = end - start
     safe = np.where(np.abs(direction) > 1e-15, direction, 1e-15)
     breaks = np.concatenate([(half_sizes - start) / safe, (-half_sizes - start) / safe,
@@ -80,27 +118,26 @@ def segment_box(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray
     low, high = breaks[..., :-1], breaks[..., 1:]                      # (..., 7)
     middle = start[..., None, :] + ((low + high) / 2)[..., None] * direction[..., None, :]
     half = half_sizes[..., None, :]
-    face = np.where(middle > half, half, np.where(middle < -half, -half, np.nan))
-    active = ~np.isnan(face)
-    offset = np.where(active, start[..., None, :] - np.nan_to_num(face), 0.0)
-    slope = np.where(active, direction[..., None, :], 0.0)
-    curvature = np.sum(slope * slope, axis=-1)
-    linear = np.sum(offset * slope, axis=-1)
-    vertex = -linear / np.where(curvature > _TINY, curvature, 1.0)
-    t = np.clip(np.where(curvature > _TINY, vertex, low), low, high)   # (..., 7)
+    over, under = middle > half, middle < -half
+    active = over | under                       # the faces whose planes the piece is beyond
+    offset = (start[..., None, :] - half * (over.astype(float) - under)) * active
+    slope = direction[..., None, :] * active
+    curvature = np.einsum('...i,...i->...', slope, slope)
+    linear = np.einsum('...i,...i->...', offset, slope)
+    vertex = np.where(curvature > _TINY, -linear / (curvature + _TINY), low)
+    t = np.minimum(np.maximum(vertex, low), high)                      # (..., 7)
     points = start[..., None, :] + t[..., None] * direction[..., None, :]
-    on_box = np.clip(points, -half, half)
-    outside = np.linalg.norm(points - on_box, axis=-1)
+    on_box = np.minimum(np.maximum(points, -half), half)
+    excess = points - on_box
+    outside = np.sqrt(np.einsum('...i,...i->...', excess, excess))
     depth = np.max(np.abs(points) - half, axis=-1)
-    signed = np.where(outside > 0.0, outside, np.minimum(depth, 0.0))
-    best = np.argmin(signed, axis=-1)[..., None]
-    distance = np.take_along_axis(signed, best, axis=-1)[..., 0]
-    point = np.take_along_axis(points, best[..., None], axis=-2)[..., 0, :]
-    surface = np.take_along_axis(on_box, best[..., None], axis=-2)[..., 0, :]
-    inside = distance <= 0.0
-    if np.any(inside):
-        surface = np.where(inside[..., None], _nearest_face(point, half_sizes), surface)
-    return distance, point, surface
+    return np.where(outside > 0.0, outside, np.minimum(depth, 0.0)), points, on_box
+
+
+def segment_box_distance(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray
+                         ) -> np.ndarray:
+    """Return segment_box's distances only (...,), without finding the points."""
+    return _box_candidates(start, end, half_sizes)[0].min(axis=-1)
 
 
 def segment_box_bounds(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray

@@ -30,8 +30,9 @@ from __future__ import annotations
 from typing import Callable, Iterable, NamedTuple, Sequence
 import xml.etree.ElementTree as ElementTree
 
-from fabrik_ros.collision.distance import (segment_box, segment_box_bounds, segment_segment,
-                                           segment_slab)
+from fabrik_ros.collision.distance import (segment_box, segment_box_bounds,
+                                           segment_box_distance, segment_distances,
+                                           segment_segment, segment_slab)
 from fabrik_ros.collision.shapes import Obstacle, Scene
 import numpy as np
 
@@ -81,6 +82,7 @@ class CollisionModel:
         for row, body in enumerate(self.bodies):
             ends[row, :3, 0], ends[row, :3, 1] = body.start, body.end
         self._ends = ends
+        self.lengths_squared = np.sum((ends[:, :3, 1] - ends[:, :3, 0]) ** 2, axis=1)
         self.radii = np.array([body.radius for body in self.bodies])
         self._pair_radii = self.radii[pairs[:, 0]] + self.radii[pairs[:, 1]]
         self._last_rows: tuple[Scene, _Rows] | None = None
@@ -141,16 +143,15 @@ class CollisionModel:
         them out against the other rows' minimum.
         """
         scene = scene if isinstance(scene, Scene) else Scene(scene)
-        starts, ends = self.segments(world)
         rows = self._rows(scene)
-        if rows.rounds:
-            all_starts = np.concatenate((starts, scene.round_starts))
-            all_ends = np.concatenate((ends, scene.round_ends))
-        else:
-            all_starts, all_ends = starts, ends
-        distance = segment_segment(all_starts[rows.first], all_ends[rows.first],
-                                   all_starts[rows.second], all_ends[rows.second]
-                                   )[0] - rows.radii
+        placed = world[self._frames, :3] @ self._ends                  # (b, 3, 2)
+        starts, ends = placed[:, :, 0], placed[:, :, 1]
+        all_starts = np.concatenate((starts.T, rows.round_starts), axis=1)   # (3, b + r)
+        all_directions = np.concatenate(((ends - starts).T, rows.round_directions), axis=1)
+        distance = segment_distances(
+            all_starts[:, rows.first], all_directions[:, rows.first], rows.first_squared,
+            all_starts[:, rows.second], all_directions[:, rows.second], rows.second_squared
+        ) - rows.radii
         if len(scene.cylinder_rows):
             z_start = starts @ scene.cylinder_axes.T - rows.cylinder_offsets
             z_end = ends @ scene.cylinder_axes.T - rows.cylinder_offsets
@@ -169,9 +170,10 @@ class CollisionModel:
         best = min(best, float(upper.min()))
         open_rows = (lower < best) & (upper > lower + 1e-12)
         if np.any(open_rows):
-            exact = segment_box(local_start[open_rows], local_end[open_rows],
-                                np.broadcast_to(rows.half_sizes, local_start.shape)[open_rows]
-                                )[0] - np.broadcast_to(self.radii, lower.shape)[open_rows]
+            half_sizes = np.broadcast_to(rows.half_sizes, local_start.shape)[open_rows]
+            radii = np.broadcast_to(self.radii, lower.shape)[open_rows]
+            exact = segment_box_distance(local_start[open_rows], local_end[open_rows],
+                                         half_sizes) - radii
             best = min(best, float(exact.min()))
         return best
 
@@ -208,6 +210,12 @@ class _Rows:
         self.second = np.concatenate([model.pairs[:, 1], bodies + round_rows])
         self.radii = np.concatenate([model.radii[model.pairs[:, 1]] + model.radii[
             model.pairs[:, 0]], model.radii[body_rows] + scene.round_radii[round_rows]])
+        self.round_starts = scene.round_starts.T.copy()
+        self.round_directions = (scene.round_ends - scene.round_starts).T.copy()
+        squared = np.concatenate([model.lengths_squared,
+                                  np.sum(self.round_directions ** 2, axis=0)])
+        self.first_squared = squared[self.first]
+        self.second_squared = squared[self.second]
         self.cylinder_rows = (len(model.pairs) + np.arange(bodies)[:, None] * self.rounds
                               + scene.cylinder_rows).ravel()
         self.cylinder_offsets = np.einsum('ij,ij->i', scene.cylinder_centres,
