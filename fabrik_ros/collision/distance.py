@@ -146,20 +146,16 @@ def segment_box_bounds(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarra
     Return cheap lower and upper bounds (...,) of segment-box distances, box frame.
 
     Lower: the largest gap between the segment's and the box's extents along a box axis (a
-    separating axis); upper: the exact distance from the segment's end nearest that face.
-    They meet, to rounding, where the closest point lies over a face, the common case;
-    a lower bound of 0 says nothing (the segment may enter the box).
+    separating axis); upper: the exact distance from the nearer of the segment's ends.
+    They meet, to rounding, where the closest point is an end over a face, the common
+    case; a lower bound of 0 says nothing (the segment may enter the box).
     """
-    low = np.minimum(start, end)
-    high = np.maximum(start, end)
-    gaps = np.maximum(low - half_sizes, -half_sizes - high)
-    axis = np.argmax(gaps, axis=-1)[..., None]
-    lower = np.maximum(np.take_along_axis(gaps, axis, axis=-1)[..., 0], 0.0)
-    start_coordinate = np.abs(np.take_along_axis(start, axis, axis=-1))
-    end_coordinate = np.abs(np.take_along_axis(end, axis, axis=-1))
-    nearer = np.where(start_coordinate <= end_coordinate, start, end)
-    excess = np.maximum(np.abs(nearer) - half_sizes, 0.0)
-    upper = np.sqrt(np.sum(excess * excess, axis=-1))
+    gaps = np.maximum(np.minimum(start, end) - half_sizes, -half_sizes - np.maximum(start, end))
+    lower = np.maximum(gaps.max(axis=-1), 0.0)
+    start_excess = np.maximum(np.abs(start) - half_sizes, 0.0)
+    end_excess = np.maximum(np.abs(end) - half_sizes, 0.0)
+    upper = np.sqrt(np.minimum(np.einsum('...i,...i->...', start_excess, start_excess),
+                               np.einsum('...i,...i->...', end_excess, end_excess)))
     return lower, upper
 
 
