@@ -69,7 +69,7 @@ class PairDistances(NamedTuple):
 
 
 class CollisionModel:
-    """Capsules of a chain's links and the self pairs to check; stateless between calls."""
+    """Capsules of a chain's links and the self pairs to check; keeps the last scene's gathers."""
 
     def __init__(self, bodies: Sequence[Body], pairs: Iterable[tuple[int, int]]) -> None:
         """Keep the bodies and the checked self pairs (indices into bodies)."""
@@ -86,6 +86,7 @@ class CollisionModel:
         self.radii = np.array([body.radius for body in self.bodies])
         self._pair_radii = self.radii[pairs[:, 0]] + self.radii[pairs[:, 1]]
         self._last_rows: tuple[Scene, _Rows] | None = None
+        self._last_scene: tuple[tuple[int, ...], Scene] | None = None
 
     @property
     def pair_names(self) -> list[tuple[str, str]]:
@@ -100,7 +101,7 @@ class CollisionModel:
     def pair_distances(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
                        ) -> PairDistances:
         """Return every checked pair's distance and closest points at FK frames `world`."""
-        scene = scene if isinstance(scene, Scene) else Scene(scene)
+        scene = self.scene(scene)
         starts, ends = self.segments(world)
         bodies, rounds, boxes = len(self.bodies), len(scene.round_index), len(scene.box_index)
         first, second = self.pairs[:, 0], self.pairs[:, 1]
@@ -142,7 +143,7 @@ class CollisionModel:
         where their cheap bounds (distance.segment_box_bounds) neither agree nor rule
         them out against the other rows' minimum.
         """
-        scene = scene if isinstance(scene, Scene) else Scene(scene)
+        scene = self.scene(scene)
         rows = self._rows(scene)
         placed = world[self._frames, :3] @ self._ends                  # (b, 3, 2)
         starts, ends = placed[:, :, 0], placed[:, :, 1]
@@ -177,16 +178,31 @@ class CollisionModel:
             best = min(best, float(exact.min()))
         return best
 
+    def scene(self, obstacles: Scene | Sequence[Obstacle]) -> Scene:
+        """
+        Return obstacles as a Scene; the same obstacle objects as last time reuse the last.
+
+        The scene holds the obstacles, so their identities stay theirs while it is kept.
+        """
+        if isinstance(obstacles, Scene):
+            return obstacles
+        key = tuple(map(id, obstacles))
+        cached = self._last_scene           # one read: other threads may replace it
+        if cached is None or cached[0] != key:
+            cached = self._last_scene = (key, Scene(obstacles))
+        return cached[1]
+
     def _rows(self, scene: Scene) -> _Rows:
         """Return the index arrays of the rows against `scene`, kept for the last scene."""
-        if self._last_rows is None or self._last_rows[0] is not scene:
-            self._last_rows = (scene, _Rows(self, scene))
-        return self._last_rows[1]
+        cached = self._last_rows            # one read: other threads may replace it
+        if cached is None or cached[0] is not scene:
+            cached = self._last_rows = (scene, _Rows(self, scene))
+        return cached[1]
 
     def clearance(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
                   ) -> Clearance:
         """Return the smallest checked distance at FK frames `world`, naming the pair."""
-        scene = scene if isinstance(scene, Scene) else Scene(scene)
+        scene = self.scene(scene)
         pairs = self.pair_distances(world, scene)
         if not len(pairs.distances):
             return Clearance(float('inf'), ('', ''), np.full((2, 3), np.nan))
