@@ -24,11 +24,12 @@ meshes, loaded as test/test_collision_descriptions.py loads them) and five obsta
 table, two spheres, a pillar, a box), at random configurations within the limits, it times
 per call, wall clock (median, p90) and CPU (the loop's process time over its calls):
 chain.clearance(q, scene) (forward kinematics included, the hot check), the same with the
-obstacles as a plain list, with no obstacles, from FK frames already computed, chain.closest_pair (names and points too), and forward kinematics
-alone. On --reference of the configurations it compares the clearance with coal's exact
-distance between the real meshes over the same pairs: how much lower ours is (it must
-never be higher). Prints a table and writes bench/results/collision_bench.json with the
-commit and the command. Needs coal, airo-models and example-robot-data (requirements.txt).
+obstacles as a plain list, with no obstacles, and from FK frames already computed;
+chain.closest_pair (names and points too); forward kinematics alone. On --reference of
+the configurations it compares the clearance with coal's exact distance between the real
+meshes over the same pairs: how much lower ours is (it must never be higher). Prints a
+table and writes bench/results/collision_bench.json with the commit and the command.
+Needs coal, airo-models and example-robot-data (requirements.txt).
 """
 
 from __future__ import annotations

@@ -139,9 +139,11 @@ class CollisionModel:
         """
         Return the smallest checked distance at FK frames `world` (metres), the hot check.
 
-        Equal to clearance(...).distance, with less work: box rows get the exact kernel only
-        where their cheap bounds (distance.segment_box_bounds) neither agree nor rule
-        them out against the other rows' minimum.
+        Equal to clearance(...).distance, with less work: a box row is refined only where
+        its cheap bounds (distance.segment_box_bounds) neither agree nor rule it out
+        against the other rows' minimum; then, with a separating axis, its distance is the
+        nearer of its ends' and the box edges' (the closest point of a face to a segment
+        that misses the box is at an end of it or over an edge), else segment_box's.
         """
         scene = self.scene(scene)
         rows = self._rows(scene)
@@ -170,11 +172,23 @@ class CollisionModel:
         upper = upper - self.radii
         best = min(best, float(upper.min()))
         open_rows = (lower < best) & (upper > lower + 1e-12)
-        if np.any(open_rows):
-            half_sizes = np.broadcast_to(rows.half_sizes, local_start.shape)[open_rows]
-            radii = np.broadcast_to(self.radii, lower.shape)[open_rows]
-            exact = segment_box_distance(local_start[open_rows], local_end[open_rows],
-                                         half_sizes) - radii
+        if not np.any(open_rows):
+            return best
+        radii = np.broadcast_to(self.radii, lower.shape)
+        apart = open_rows & (lower > -np.inf)       # a separating axis: the edges decide
+        if np.any(apart):
+            box = rows.box_of_row[apart]
+            edges = segment_distances(
+                *_repeat_segments(local_start[apart], local_end[apart], len(_EDGE_SIGNS)),
+                rows.edge_starts[box].reshape(-1, 3).T,
+                rows.edge_directions[box].reshape(-1, 3).T,
+                rows.edge_squared[box].ravel()).reshape(len(box), -1).min(axis=1)
+            best = min(best, float((edges - radii[apart]).min()))
+        touching = open_rows & (lower == -np.inf)
+        if np.any(touching):
+            half_sizes = np.broadcast_to(rows.half_sizes, local_start.shape)[touching]
+            exact = segment_box_distance(local_start[touching], local_end[touching],
+                                         half_sizes) - radii[touching]
             best = min(best, float(exact.min()))
         return best
 
@@ -213,6 +227,21 @@ class CollisionModel:
                          np.stack([pairs.points_first[row], pairs.points_second[row]]))
 
 
+_EDGE_AXES = np.repeat(np.eye(3), 4, axis=0)                        # (12, 3)
+_EDGE_SIGNS = np.array([[-1.0 if k == axis else (u if k == (axis + 1) % 3 else v)
+                         for k in range(3)]
+                        for axis in range(3) for u in (-1.0, 1.0) for v in (-1.0, 1.0)])
+
+
+def _repeat_segments(start: np.ndarray, end: np.ndarray, times: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return (m, 3) segments each repeated `times`, as segment_distances' rows."""
+    direction = end - start
+    squared = np.einsum('ij,ij->i', direction, direction)
+    return (np.repeat(start, times, axis=0).T, np.repeat(direction, times, axis=0).T,
+            np.repeat(squared, times))
+
+
 class _Rows:
     """The gathers of min_distance against one scene: self rows, then body-round rows."""
 
@@ -241,6 +270,11 @@ class _Rows:
         self.box_translations = -np.einsum('ki,kij->kj', scene.box_translations,
                                            scene.box_rotations)[:, None, :]
         self.half_sizes = scene.half_sizes[:, None, :]
+        self.box_of_row = np.repeat(np.arange(len(scene.box_index)), bodies).reshape(-1, bodies)
+        # Each box's 12 edges in its frame: 4 along each axis, from the -h end.
+        self.edge_starts = _EDGE_SIGNS * scene.half_sizes[:, None, :]          # (k, 12, 3)
+        self.edge_directions = _EDGE_AXES * (2.0 * scene.half_sizes[:, None, :])
+        self.edge_squared = np.sum(self.edge_directions ** 2, axis=2)
 
 
 def _raise_to_end_planes(scene: Scene, starts: np.ndarray, ends: np.ndarray, offset: int,
