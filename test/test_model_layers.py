@@ -16,7 +16,8 @@
 """
 The model's modules import downward only, so each reads alone and none can form a circle.
 
-Imports are read from the source, those inside functions included.
+Imports are read from the source, those inside functions included. The collision package
+sits beside the model: chain delegates to it, and it uses the model's lower floors only.
 """
 
 import ast
@@ -26,6 +27,7 @@ import sys
 import pytest
 
 MODEL = Path(__file__).resolve().parents[1] / 'fabrik_ros' / 'model'
+COLLISION = MODEL.parent / 'collision'
 
 # Each module of fabrik_ros/model and the model modules it may import, ground floor first.
 BELOW = {
@@ -40,9 +42,9 @@ BELOW = {
 }
 
 
-def imported_modules(name: str) -> set[str]:
-    """Return every module that fabrik_ros/model/<name>.py imports, anywhere in its body."""
-    tree = ast.parse((MODEL / f'{name}.py').read_text())
+def imported_modules(name: str, package: Path = MODEL) -> set[str]:
+    """Return every module that <package>/<name>.py imports, anywhere in its body."""
+    tree = ast.parse((package / f'{name}.py').read_text())
     modules = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -65,7 +67,7 @@ def test_the_places_are_floors_each_above_those_listed_before_it():
 @pytest.mark.parametrize('name', sorted(BELOW))
 def test_a_module_imports_only_the_model_modules_below_it(name):
     model = {module.removeprefix('fabrik_ros.model.') for module in imported_modules(name)
-             if module.startswith('fabrik_ros')}
+             if module.startswith('fabrik_ros') and module != 'fabrik_ros.collision'}
     assert model <= BELOW[name]
 
 
@@ -74,4 +76,11 @@ def test_the_model_needs_numpy_and_the_standard_library_only(name):
     outside = {module for module in imported_modules(name)
                if not module.startswith('fabrik_ros.model.')
                and module.split('.')[0] not in sys.stdlib_module_names | {'__future__'}}
-    assert outside <= {'numpy'}
+    assert outside <= {'numpy'} | ({'fabrik_ros.collision'} if name == 'chain' else set())
+
+
+@pytest.mark.parametrize('name', sorted(path.stem for path in COLLISION.glob('*.py')))
+def test_collision_uses_the_model_below_chain_only(name):
+    used = {module for module in imported_modules(name, COLLISION)
+            if module.startswith('fabrik_ros.model')}
+    assert used <= {'fabrik_ros.model.' + floor for floor in BELOW['builders'] | {'urdf_reader'}}

@@ -32,8 +32,12 @@ library only.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
+from fabrik_ros.collision import (Clearance, collision_model, CollisionModel, CollisionSource,
+                                  Obstacle, Scene)
 from fabrik_ros.model.builders import parts_from_parameters
 from fabrik_ros.model.coupling import couple
 from fabrik_ros.model.joints import ChainError, check_tree, Effector, Joint, Parts
@@ -79,11 +83,24 @@ class Chain:
         np.logical_or.at(moves, self.coordinate_of_joint, self._kinematics.joint_moves.T)
         self.moves_effector = moves.T.copy()
         self.moves_effector.setflags(write=False)
+        self.collision_source = CollisionSource()
 
     @classmethod
-    def from_urdf(cls, urdf_xml: str, base_link: str, tip_link: str | Sequence[str]) -> Chain:
-        """Build the chain (one tip link) or tree (several): see urdf_reader.parts_from_urdf."""
-        return cls(*parts_from_urdf(urdf_xml, base_link, tip_link))
+    def from_urdf(cls, urdf_xml: str, base_link: str, tip_link: str | Sequence[str], *,
+                  urdf_dir: str | Path | None = None,
+                  package_dirs: Mapping[str, str | Path] | None = None,
+                  srdf_xml: str | None = None) -> Chain:
+        """
+        Build the chain (one tip link) or tree (several): see urdf_reader.parts_from_urdf.
+
+        urdf_dir, package_dirs and srdf_xml only serve the collision model (`collision`),
+        read on first use: where relative and package:// mesh names resolve, and the pairs
+        an SRDF disables.
+        """
+        chain = cls(*parts_from_urdf(urdf_xml, base_link, tip_link))
+        chain.collision_source = CollisionSource(urdf_xml, urdf_dir, dict(package_dirs or {}),
+                                                 srdf_xml)
+        return chain
 
     @classmethod
     def from_parameters(cls, segments: int, segment_length: float | Sequence[float],
@@ -134,9 +151,11 @@ class Chain:
                              f' for joints {self.joint_names}')
         return q
 
-    def _frames(self, q: object) -> np.ndarray:
+    def world_frames(self, q: object) -> np.ndarray:
         """Return (n + 1, 4, 4) world transforms: the base, then each joint after its motion."""
         return self._kinematics.frames(self.expand(q))
+
+    _frames = world_frames
 
     def forward(self, q: object) -> Kinematics:
         """
@@ -188,6 +207,33 @@ class Chain:
                   (jacobian * self.multipliers).transpose(2, 0, 1))
         return per_coordinate.transpose(1, 2, 0)
 
+    # ---------------------------------------------------------------- collision
+
+    @cached_property
+    def collision(self) -> CollisionModel:
+        """
+        Return the collision model (link capsules and checked pairs), built on first use.
+
+        From the URDF's <collision> elements for a chain read from one, else capsules along
+        the links (fabrik_ros.collision.build). Raises ChainError naming a link whose
+        geometry cannot be read.
+        """
+        return collision_model(self, self.collision_source)
+
+    def closest_pair(self, q: object, obstacles: Scene | Sequence[Obstacle] = ()
+                     ) -> Clearance:
+        """Return the clearance at q with the closest pair's names and points (base frame)."""
+        return self.collision.clearance(self.world_frames(q), obstacles)
+
+    def clearance(self, q: object, obstacles: Scene | Sequence[Obstacle] = ()) -> float:
+        """
+        Return the smallest distance (metres) over the checked pairs at q; < 0 penetration.
+
+        Self pairs and link-obstacle pairs; never above the true distance between the real
+        geometries (links are capsules that contain theirs). inf with nothing to check.
+        """
+        return self.collision.min_distance(self.world_frames(q), obstacles)
+
     # ---------------------------------------------------------------- limits
 
     def clip(self, q: object) -> np.ndarray:
@@ -218,7 +264,9 @@ class Chain:
         joints = list(self.joints)
         for index, lo, hi, vel in zip(self._leaders, lower, upper, velocity):
             joints[index] = replace(joints[index], lower=lo, upper=hi, max_velocity=vel)
-        return Chain(self.base_link, joints, self.effectors)
+        chain = Chain(self.base_link, joints, self.effectors)
+        chain.collision_source = self.collision_source
+        return chain
 
 
 def _limit_vector(values: object, n: int, what: str) -> np.ndarray:

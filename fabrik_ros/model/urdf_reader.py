@@ -191,7 +191,7 @@ class _UrdfRobot:
     def __init__(self, urdf_xml: str) -> None:
         """Parse the XML; raise ChainError on malformed XML or a tree that is not one."""
         try:
-            root = ElementTree.fromstring(_declare_prefixes(urdf_xml))
+            root = ElementTree.fromstring(declare_prefixes(urdf_xml))
         except ElementTree.ParseError as error:
             raise ChainError(f'malformed URDF XML: {error}') from None
         if root.tag != 'robot':
@@ -257,7 +257,7 @@ class _UrdfRobot:
                          f"'{tip_link}' (is it above the base or on another branch?)")
 
 
-def _declare_prefixes(urdf_xml: str) -> str:
+def declare_prefixes(urdf_xml: str) -> str:
     """
     Return the document with its undeclared namespace prefixes declared on <robot>.
 

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+One configuration's clearance on real arms among obstacles: a benchmark, not a test.
+
+    python3 bench/collision_bench.py [--configurations 2000] [--reference 100]
+
+For the UR5e with its Robotiq gripper and the Panda with its hand (their own collision
+meshes, loaded as test/test_collision_descriptions.py loads them) and five obstacles (a
+table, two spheres, a pillar, a box), at random configurations within the limits, it times
+per call, wall clock (median, p90) and CPU (the loop's process time over its calls):
+chain.clearance(q, scene) (forward kinematics included, the hot check), the same with the
+obstacles as a plain list, with no obstacles, and from FK frames already computed;
+chain.closest_pair (names and points too); forward kinematics alone. On --reference of
+the configurations it compares the clearance with coal's exact distance between the real
+meshes over the same pairs: how much lower ours is (it must never be higher). Prints a
+table and writes bench/results/collision_bench.json with the commit and the command.
+Needs coal, airo-models and example-robot-data (requirements.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+import json
+from pathlib import Path
+import platform
+import subprocess
+import sys
+import time
+from typing import Callable
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / 'test')]
+
+import coal  # noqa: E402
+from fabrik_ros.collision import Box, Scene, Sphere  # noqa: E402
+import numpy as np  # noqa: E402
+from test_collision_descriptions import _coal_links, _distance, ROBOTS, SCENE  # noqa: E402
+from test_descriptions import reference_tip_transform  # noqa: E402
+
+
+NO_OBSTACLES = Scene()
+
+
+def per_call(action: Callable[[object], object], inputs: list) -> dict:
+    """Return wall-clock median and p90 and mean CPU time per call, microseconds."""
+    wall = np.empty(len(inputs))
+    cpu_start = time.process_time()
+    for row, argument in enumerate(inputs):
+        start = time.perf_counter()
+        action(argument)
+        wall[row] = time.perf_counter() - start
+    cpu = (time.process_time() - cpu_start) / len(inputs)
+    return {'median_us': float(np.median(wall) * 1e6),
+            'p90_us': float(np.percentile(wall, 90) * 1e6), 'cpu_us': cpu * 1e6}
+
+
+def reference_gaps(chain, configurations: np.ndarray) -> dict:
+    """
+    Return how far below coal's exact mesh clearance ours is, metres, over the pairs.
+
+    Gaps over the configurations where the meshes are clear; above_truth counts those where
+    ours is above coal's (above zero when the meshes touch), which must never happen.
+    """
+    meshes = _coal_links(chain)
+    scene = Scene(SCENE)
+    urdf = chain.collision_source.urdf_xml
+    model = chain.collision
+    gaps, above = [], 0
+    for q in configurations:
+        positions = _positions(chain, q)
+        placed = {name: [(shape, (reference_tip_transform(urdf, chain.base_link, name,
+                                                          positions)
+                                  if name != chain.base_link else np.eye(4)) @ origin)
+                         for shape, origin in meshes[name]] for name in model.names}
+        rows = model.pair_distances(chain.world_frames(q), scene)
+        truth = min(
+            _distance(placed[model.names[first]],
+                      placed[model.names[second]] if row < rows.self_pairs
+                      else _obstacle_shape(scene.obstacles[second]))
+            for row, (first, second) in enumerate(zip(rows.first, rows.second)))
+        ours = chain.clearance(q, scene)
+        above += ours > max(truth, 0.0) + 1e-5
+        if truth > 0.0:
+            gaps.append(truth - ours)
+    gaps = np.array(gaps) if gaps else np.full(1, np.nan)
+    return {'configurations': len(configurations), 'clear_configurations': len(gaps),
+            'above_truth': int(above), 'lowest_gap_m': float(gaps.min()),
+            'median_gap_m': float(np.median(gaps)), 'p90_gap_m': float(np.percentile(gaps, 90))}
+
+
+def _positions(chain, q: np.ndarray) -> dict:
+    """Return every joint's position by name; joints off the chain read zero."""
+    return defaultdict(float, zip(chain.all_joint_names, chain.expand(q)))
+
+
+def _obstacle_shape(obstacle) -> list:
+    """Return an obstacle as coal shapes with their poses."""
+    shape = (coal.Box(*obstacle.size_xyz) if isinstance(obstacle, Box) else
+             coal.Sphere(obstacle.radius) if isinstance(obstacle, Sphere) else
+             coal.Cylinder(obstacle.radius, obstacle.length))
+    return [(shape, obstacle.pose)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Time the clearance on each robot, print a table, write the JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
+    parser.add_argument('--configurations', type=int, default=2000)
+    parser.add_argument('--reference', type=int, default=100)
+    args = parser.parse_args(argv)
+    commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO,
+                            capture_output=True, text=True).stdout.strip()
+    results = {'command': ' '.join(['python3', 'bench/collision_bench.py'] + sys.argv[1:]),
+               'commit': commit, 'obstacles': len(SCENE),
+               'machine': {'python': platform.python_version(), 'numpy': np.__version__},
+               'robots': {}}
+    generator = np.random.default_rng(0)
+    for name, build in ROBOTS.items():
+        chain = build()
+        start = time.perf_counter()
+        model = chain.collision
+        build_s = time.perf_counter() - start
+        low, high = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
+        configurations = generator.uniform(low, high, (args.configurations, chain.dof))
+        scene = Scene(SCENE)
+        configurations = list(configurations)
+        frames = [chain.world_frames(q) for q in configurations]
+        timings = {
+            'clearance': per_call(lambda q: chain.clearance(q, scene), configurations),
+            'clearance_obstacle_list': per_call(lambda q: chain.clearance(q, SCENE),
+                                                configurations),
+            'self_collision_only': per_call(lambda q: chain.clearance(q, NO_OBSTACLES),
+                                            configurations),
+            'clearance_from_frames': per_call(lambda world: model.min_distance(world, scene),
+                                              frames),
+            'closest_pair': per_call(lambda q: chain.closest_pair(q, scene), configurations),
+            'forward_kinematics': per_call(chain.world_frames, configurations)}
+        results['robots'][name] = {
+            'bodies': len(model.bodies), 'checked_self_pairs': len(model.pairs),
+            'model_build_s': build_s, 'timings': timings,
+            'against_coal_meshes': reference_gaps(chain, configurations[:args.reference])}
+        print(f'{name}: {len(model.bodies)} capsules, {len(model.pairs)} self pairs, '
+              f'{len(SCENE)} obstacles, model built in {build_s:.2f} s')
+        for what, timing in timings.items():
+            print(f'  {what:24s} median {timing["median_us"]:7.1f} us  p90 '
+                  f'{timing["p90_us"]:7.1f} us  cpu {timing["cpu_us"]:7.1f} us')
+        gaps = results['robots'][name]['against_coal_meshes']
+        print(f'  above coal (meshes)      {gaps["above_truth"]} of {gaps["configurations"]}')
+        print(f'  below coal (meshes)      lowest {gaps["lowest_gap_m"] * 1e3:.2f} mm  median '
+              f'{gaps["median_gap_m"] * 1e3:.1f} mm  p90 {gaps["p90_gap_m"] * 1e3:.1f} mm')
+    out = REPO / 'bench' / 'results' / 'collision_bench.json'
+    out.write_text(json.dumps(results, indent=2) + '\n')
+    print(f'wrote {out.relative_to(REPO)}')
+
+
+if __name__ == '__main__':
+    main()
