@@ -286,10 +286,10 @@ class _Solve(_ClosingSteps):
             self.fabrik_error = fit.error
         if confirms and not self.stretch and self.best_fit.miss < fit.miss < band:
             # A restart back at the best residual confirms it as it is: its closing steps
-            # would creep down to about the same floor (the demo arm's holes: 0.94x the
-            # time). One that improved on the best goes on, to see how far; so do the
-            # restarts of a solve that runs them all (they confirm nothing, and a floor a
-            # little below the best pose's is worth their steps).
+            # would creep down to about the same floor. One that improved on the best goes
+            # on, to see how far; so do the restarts of a solve that runs them all (they
+            # confirm nothing, and a floor a little below the best pose's is worth their
+            # steps).
             return fit.miss
         # Trees keep Gauss-Newton: with held effectors the exact optimum of the weighted
         # objective trades held drift for the far effector's last micrometres.
@@ -298,7 +298,7 @@ class _Solve(_ClosingSteps):
         closing = 0
         # Out of reach the first attempt stops early like an explored one: the nudged retry
         # (see IkSolver._explore) and the polish after it converge strictly (stopping them
-        # early too left a worse basin for 6 % of far targets on offset_arm, up to 18 mm).
+        # early too leaves worse basins).
         explore = 0.0 if polish or (self.stretch and self.restarts) else EXPLORE_STALL
         while self._open(fit) and self.has_budget():
             if newton:
@@ -306,8 +306,7 @@ class _Solve(_ClosingSteps):
             else:
                 # The first attempt's first closing step also steers the redundancy away
                 # from limits; once restarts run, none does: they start from elsewhere, and
-                # in the demo arm's holes 3 in 4 of their pushes cost more than the step
-                # gained, a try in vain each.
+                # most of their pushes cost more than the step gains, a try in vain each.
                 step = self._closing_step(state, fit, damping,
                                           steer=closing == 0 and not self.restarts)
             if step is None:
@@ -318,7 +317,7 @@ class _Solve(_ClosingSteps):
             # For one effector Gauss-Newton's model is poor there (it drops the residual's
             # curvature): after a step at the damping it started with, the damping only
             # halves. (Effectors sharing joints keep the tenfold drop: converging further,
-            # the weighted compromise let held tools drift 4x as far.)
+            # the weighted compromise lets held tools drift farther.)
             if self.stretch and used > damping:
                 damping = used
             elif self.stretch and not newton and len(self.effectors) == 1:

@@ -123,9 +123,8 @@ class _ClosingSteps:
         Tell whether the best pose out of reach lies in a basin, not on a possible saddle.
 
         Within SADDLE_EXCESS of the reach above its floor, with the objective curving up in
-        every free direction (_basin_step): a retry nudged off it came back to it (far
-        targets: the polish from it alone took 0.6-0.85x the time, on the demo arm 3 of 600
-        ended up to 0.44 mm farther, none farther on the UR5 or the tentacle).
+        every free direction (_basin_step): a retry nudged off it would come back to it,
+        and the polish from it alone is cheaper.
         """
         return self.newton_able and self.best_fit.excess <= SADDLE_EXCESS * self.solver.reach \
             and self._basin_step(self.best) is not None
@@ -136,10 +135,9 @@ class _ClosingSteps:
 
         The first attempt stops early, where the objective may still curve down although
         Newton's steps from there lead to a basin's floor: the best pose is polished now and
-        at_floor asked again (the demo arm's far targets: 0.77x the time, 9 of 900 closer
-        and 4 farther, by up to 1 mm). Also where it curves down clearly: a chain fitted
-        whole stops on the slope into its basin, not on a saddle (the UR5's far targets: 83 %
-        of them took the nudged retry without this polish, none with it, the same answers).
+        at_floor asked again. Also where it curves down clearly: a chain fitted whole stops
+        on the slope into its basin, not on a saddle, and the polish spares it the nudged
+        retry.
         On a saddle itself the polish stays put and the retry follows.
         """
         if not self.newton_able or self.best_fit.excess > SADDLE_EXCESS * self.solver.reach:

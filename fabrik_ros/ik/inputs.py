@@ -109,7 +109,7 @@ class _Inputs:
         joints at its tool's joint point, which turn the tool about it: the tool's rigid body
         already places that point (_Orientations.placed), and the joints above fit it with
         the positions (fitting the markers too, an arm's shoulder and elbow traded position for
-        orientation: cold full poses took 1.1x the time and restarted more). With fewer, all
+        orientation: cold full poses took longer and restarted more). With fewer, all
         of its joints must orient it (an arm of five on a torso another arm holds).
         """
         if modes not in self._pose_trees:

@@ -140,8 +140,7 @@ class _Limits:
                 push.append((j, -sign * LIMIT_PUSH * (margin - room)))
             # The error's gradient J^T r says which way the joint is drawn: away from its
             # limit it is free. Drawn past a limit it sits at, it is held there: its step
-            # would be clamped and the others' solved again (the demo arm's holes: 4.7 such
-            # solves each, of 19).
+            # would be clamped and the others' solved again (a second solve per step).
             drawn = 0.0
             for row, r in zip(rows, residual):
                 drawn += row[j] * r

@@ -39,8 +39,8 @@ def _damped_least_squares(rows: list[list[float]], residual: list[float],
 
     damping > 0 keeps the system positive definite at singular poses (stretched arms).
     Small systems (one effector, with its orientation, or two; up to COMPILED_PRODUCTS)
-    are solved by straight-line code on plain floats (_compiled_damped_solve), 1.2-3x
-    faster than numpy at these sizes; larger ones, and any that rounding leaves not
+    are solved by straight-line code on plain floats (_compiled_damped_solve), faster
+    than numpy at these sizes; larger ones, and any that rounding leaves not
     positive definite, by numpy.
     """
     size, width = len(rows), len(rows[0])

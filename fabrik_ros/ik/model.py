@@ -195,8 +195,7 @@ class _Tree:
         # fast when they are (a chain of ball joints). Farther points keep a small weight to
         # decide joints whose next point lies on their axis (the fit is linear in the
         # weights, so the next points' runs add up to weight 1): the tips below, two points
-        # a joint where every farther point would cost a moment sum per point (a tentacle's
-        # pass took 2x the time).
+        # a joint where every farther point would cost a moment sum per point (slower).
         # straight_fit: the same with every farther point breaking ties, for chains laid
         # straight toward an out-of-reach target (where tips alone ended farther from some).
         self.whole_fit: list[_Fit] = []

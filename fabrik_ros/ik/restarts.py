@@ -49,9 +49,8 @@ class _Restarts:
         if stretch or solve.best_fit.miss > patience:   # else no restart would start
             if tracking and not stretch:
                 # The seed's branch is kept against answers no more than a tolerance closer
-                # elsewhere: a restart of the UR5 tracking a target just beyond its shell
-                # ended 0.02 mm closer, before the polish that brings both to the same floor,
-                # with a wrist joint turned a full turn and its last joint anywhere.
+                # elsewhere: such a restart may end a little closer only before the polish
+                # that brings both to the same floor, on another branch (a flip).
                 # (Restarts stop early, still creeping down: one ending 1 mm closer may lie in
                 # a basin far deeper. Out of reach the retries leave a saddle or a stop: they
                 # are taken.)
@@ -104,10 +103,9 @@ class _Restarts:
                 # floor with no root at a stop: once more from the first attempt's pose
                 # nudged off a saddle (joint axes in line with the target give every joint a
                 # zero gradient), the joints it pinned at a limit released to mid-range (an
-                # elbow folded back against its stop ended up to 0.7 m farther than it
-                # could). Not from the polished pose: where the polish settles the demo arm's
-                # wrist straight (its roll then flat), a nudge no longer finds the closer
-                # basin with the wrist bent sideways.
+                # elbow folded back against its stop can end far short). Not from the
+                # polished pose: where the polish settles a wrist straight (its roll then
+                # flat), a nudge no longer finds the closer basin with the wrist bent.
                 early = solve.best.q
                 if solve.settles_in_basin() and not self._root_at_a_stop(solve):
                     break
@@ -115,11 +113,9 @@ class _Restarts:
             elif stretch and 1 <= solve.restarts <= STOP_RETRIES \
                     and len(solve.effectors) == 1 and solve.best_fit.excess > self.tolerance \
                     and self._root_at_a_stop(solve):
-                # Still turned to a stop after that: from random seeds. (Released to
-                # mid-range, the demo arm's base turned back to the same stop for most of the
-                # far targets it had reached back over its shoulder for; after one random
-                # seed 6-10 % of them were still there, up to 0.66 m farther than they could
-                # get. Trees: no gain seen.)
+                # Still turned to a stop after that: from random seeds (released to
+                # mid-range, a base reaching back over its shoulder turns back to the same
+                # stop; trees gain nothing from this).
                 seed = next(random_seeds)
             else:
                 break
@@ -136,10 +132,8 @@ class _Restarts:
                 confirmed = 0
             elif mapped and unreachable_after is not None and ended < before + margin:
                 # Started next to the target, where the workspace comes closest to it as far
-                # as the map tells, and back at the best residual: that settles it. (Random
-                # chains of 4-7 joints from random seeds: 11 and 12 of 1200 and 2000
-                # reachable targets left unreached, against 32 and 40 with two confirming
-                # restarts from the released and a random seed; the demo arm's holes 0.87x.)
+                # as the map tells, and back at the best residual: that settles it (fewer
+                # reachable targets are given up than with two confirming restarts).
                 confirmed = unreachable_after
             elif before > patience and ended < before + margin:
                 confirmed += 1  # (retries out of reach have their own bounds above)
@@ -150,10 +144,9 @@ class _Restarts:
 
         Turned the other way round, a revolute root joint with more than half a turn of range
         points its chain where its stop blocks it from this side: another basin, which the
-        basin test of a pose out of reach (_Solve.at_floor) cannot see. (The demo arm's base
-        at its stop, reaching back over the shoulder, ended up to 0.65 m farther than it
-        could.) A slide or a narrow root (a rail, a tentacle's segment) pushed to its end by a
-        far target is where it belongs. Looks at the best pose.
+        basin test of a pose out of reach (_Solve.at_floor) cannot see. A slide or a narrow
+        root (a rail, a tentacle's segment) pushed to its end by a far target is where it
+        belongs. Looks at the best pose.
         """
         q, tree = solve.best.q, solve.tree
         for index in solve.effectors:

@@ -351,12 +351,10 @@ class IkSolver(_Inputs, _Restarts, _Workspace, _Limits):
                                                                     tree.straight_fit)]
                 # But a chain fitted whole keeps its fit for a position target: the straight
                 # line is no pose a chain with offsets can take, and fitted point by point to
-                # it the UR5's elbow folded onto its stop for 40 % of far targets, a saddle
-                # only the nudged retry left (fitted whole: 0.8x the time, none farther; the
-                # demo arm 0.7x, of 900 targets 20 closer, one by 0.22 m, and 20 farther, 6 by
-                # 1 mm). Its retries lay it straight: the other way in where the first attempt
-                # stopped. (Trees and full poses keep the line: fitted whole, the dual arm's
-                # held tool drifted more, and far poses moved both ways.)
+                # it an elbow can fold onto its stop, a saddle only the nudged retry leaves.
+                # Its retries lay it straight: the other way in where the first attempt
+                # stopped. (Trees and full poses keep the line: fitted whole, a held tool
+                # drifts more.)
                 if self.fit == 'chain' and orientations is None and len(tree.effectors) == 1:
                     retry_fits = straight
                 else:

@@ -42,9 +42,7 @@ class _Workspace:
         bound exceeds BEYOND_SHELL of the reach (a target clearly outside the workspace's
         outer shell, whatever a local search of the farthest pose missed) and the best pose
         is within margin (metres) of it, restarts cannot do better; every judged
-        effector must be there or within the tolerance. Position solves, pinned root: on
-        the UR5 every hole in the summed links' reach sphere (1.24 m) lies beyond its shell
-        (0.95 m), which its first attempt reaches.
+        effector must be there or within the tolerance. Position solves, pinned root.
         """
         if solve.free_root or solve.orientations is not None:
             return False
@@ -127,8 +125,8 @@ class _Workspace:
         Return the pose of the workspace map whose effector `index` lies nearest goal.
 
         The map: MAP_SAMPLES random poses in the restart seeds' box and where their
-        effectors are (pinned root), built on first need (as many forward sweeps: the demo
-        arm's take 4 ms, which can take that one solve past its time budget) and kept. A
+        effectors are (pinned root), built on first need (as many forward sweeps, which can
+        take that one solve past its time budget) and kept. A
         target in reach lies near some mapped effector point, usually in the basin of its
         pose; a hole's nearest mapped pose ends about where the workspace comes closest.
         """

@@ -43,7 +43,7 @@ class _SweepWriter:
 
     A loop over the joints would unpack every constant and multiply by every zero and one
     of the mostly axis-aligned joint frames at each call; the written code computes only
-    the terms that are not constant, in local variables (3-4x faster in CPython). Values
+    the terms that are not constant, in local variables (faster in CPython). Values
     are floats (constants) or source atoms: a local's name, possibly negated. The source
     is made of numbers and generated names only.
     """
