@@ -17,23 +17,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import math
 from operator import mul, sub
-from typing import NamedTuple, Sequence, TYPE_CHECKING
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from .closing import _ClosingSteps
 from .groups import _Group, _pass_layout
+from .limits import JointLimits
+from .model import _Tree
 from .orientations import _Orientations
 from .points import _Fit, _State
 from .result import _Steps
 from .tuning import (CONFIRM_STALL, CREEP, DAMPING_MIN, DAMPING_START, EXPLORE_STALL,
                      NEWTON_DAMPING_MIN, NEWTON_DAMPING_START, NEWTON_JOINTS, POSE_STALL,
                      SADDLE_EXCESS, STALL, STALL_RELATIVE, STRETCH_DAMPING_DROP)
-
-if TYPE_CHECKING:
-    from .solver import IkSolver
 
 
 class _Score(NamedTuple):
@@ -46,6 +46,18 @@ class _Score(NamedTuple):
     miss: float                 # metres, the largest d_i in groups with no target beyond
     #                             reach (see _Group)
     shares: tuple[float, ...]   # m^2, each group's part of the objective (if several)
+
+
+class PassSettings(NamedTuple):
+    """The solver's settings a pass reads (see IkSolver), taken for one solve."""
+
+    tolerance: float                # metres
+    reach: float                    # metres, the longest effector's reach
+    closing_radius: float           # metres
+    fabrik_gain: float
+    restart_error: float            # metres
+    max_iterations: int
+    clock: Callable[[], float]      # seconds
 
 
 class _Solve(_ClosingSteps):
@@ -68,7 +80,8 @@ class _Solve(_ClosingSteps):
     fit it to (see _Tree.whole_fit); retry_fits: those of the restarts (default: fits).
     """
 
-    def __init__(self, solver: IkSolver, groups: tuple[_Group, ...],
+    def __init__(self, settings: PassSettings, limits: JointLimits, tree: _Tree,
+                 groups: tuple[_Group, ...],
                  goals: list[tuple[float, float, float]],
                  weights: list[float], floors: list[float],
                  stretch: dict[int, tuple[float, float, float]],
@@ -76,9 +89,10 @@ class _Solve(_ClosingSteps):
                  trace: bool, deadline: float, previous: _Solve | _Steps | None = None,
                  orientations: _Orientations | None = None,
                  retry_fits: list[_Fit] | None = None) -> None:
-        self.solver = solver
+        self.settings = settings
+        self.limits = limits
         self.orientations = orientations
-        self.tree = solver._tree if orientations is None else orientations.tree
+        self.tree = tree if orientations is None else orientations.tree
         effectors, self.groups, self.owned = _pass_layout(groups)
         self.effectors = effectors
         self.goals = [goals[i] for i in effectors]
@@ -160,9 +174,9 @@ class _Solve(_ClosingSteps):
     def has_budget(self) -> bool:
         """Tell whether iterations and time are left; note when the time ran out."""
         if self.timed_out or \
-                self.fabrik_iterations + self.closing_steps >= self.solver.max_iterations:
+                self.fabrik_iterations + self.closing_steps >= self.settings.max_iterations:
             return False
-        if self.solver.clock() >= self.deadline:
+        if self.settings.clock() >= self.deadline:
             self.timed_out = True
         return not self.timed_out
 
@@ -214,6 +228,14 @@ class _Solve(_ClosingSteps):
             excess, miss = math.sqrt(objective), error
         return _Score(objective, error, max(excess, 1e-15), distances, miss, shares)
 
+    def hold_best(self, hold: float) -> None:
+        """Keep the best pose against states closer by no more than hold metres (_accept)."""
+        self.hold = hold
+
+    def count_restart(self) -> None:
+        """Count an attempt from another seed (the restart policy's, IkSolver._restart)."""
+        self.restarts += 1
+
     def _accept(self, state: _State, fit: _Score) -> None:
         """
         Keep the state if it is the best so far; log the best error (and pose).
@@ -235,7 +257,7 @@ class _Solve(_ClosingSteps):
                     distances[effector] = fit.distances[effector]
             self._best_q, self._best, self.best_fit = q, None, self.score(distances)
         elif fit.objective < best.objective and (not self.hold or fit.miss < best.miss - self.hold
-                                                 or fit.error <= self.solver.tolerance):
+                                                 or fit.error <= self.settings.tolerance):
             self._best_q, self._best_base, self._best, self.best_fit = \
                 state.q, state.base, state, fit
         self.history.append(math.sqrt(self.best_fit.objective + self.rest_objective))
@@ -254,8 +276,8 @@ class _Solve(_ClosingSteps):
         within reach a FABRIK stage that ends below the band without improving on the best
         pose ends it too. Returns _Score.miss (metres) where the attempt ended.
         """
-        solver = self.solver
-        tolerance = solver.tolerance
+        settings = self.settings
+        tolerance = settings.tolerance
         fit = self.measure(state)
         if math.isnan(self.initial_miss):
             self.initial_miss = fit.miss
@@ -263,7 +285,7 @@ class _Solve(_ClosingSteps):
         if not polish:      # a polish starts from the best pose, logged already
             self._accept(state, fit)
         # Out of reach, FABRIK's fit to the straight line goes all the way itself.
-        closing_radius = solver.closing_radius if not self.stretch else 0.0
+        closing_radius = settings.closing_radius if not self.stretch else 0.0
         fits = self.retry_fits if self.restarts else self.fits
         if fit.excess > closing_radius and not polish:
             while self._open(fit) and self.has_budget():
@@ -280,7 +302,7 @@ class _Solve(_ClosingSteps):
                 state, fit = candidate, new_fit
                 self.fabrik_iterations += 1
                 self._accept(state, fit)
-                if gain > solver.fabrik_gain or fit.excess <= closing_radius:
+                if gain > settings.fabrik_gain or fit.excess <= closing_radius:
                     break
         if math.isnan(self.fabrik_error):
             self.fabrik_error = fit.error
@@ -334,9 +356,9 @@ class _Solve(_ClosingSteps):
                 explore = CONFIRM_STALL
             stall = explore
             if self.orientations is not None and explore and closing > 1 \
-                    and fit.error > solver.restart_error:
+                    and fit.error > settings.restart_error:
                 stall = max(explore, POSE_STALL)
-            saddle = self.stretch and fit.excess > SADDLE_EXCESS * solver.reach
+            saddle = self.stretch and fit.excess > SADDLE_EXCESS * settings.reach
             if saddle:
                 stall = 0.0     # maybe a saddle: the nudged retry must start from it
             # Out of reach Gauss-Newton creeps (each step gains a small fraction of the
@@ -354,4 +376,4 @@ class _Solve(_ClosingSteps):
 
     def _open(self, fit: _Score) -> bool:
         """Tell whether a target is missed by more than the tolerance and can be neared."""
-        return fit.error > self.solver.tolerance and fit.excess > STALL * self.solver.tolerance
+        return fit.error > self.settings.tolerance and fit.excess > STALL * self.settings.tolerance

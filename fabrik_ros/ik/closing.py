@@ -59,7 +59,7 @@ class _ClosingSteps:
             return None
         free, hessian, gradient, scale = system
         tree, q = self.tree, state.q
-        lower, upper = self.solver._lower, self.solver._upper
+        lower, upper = self.limits.lower, self.limits.upper
         least = NEWTON_STALL * fit.objective
         while damping <= DAMPING_MAX:
             try:
@@ -75,7 +75,7 @@ class _ClosingSteps:
             moved, held = _clamped(q, full_step, lower, upper)
             if held:
                 # Those joints stop at their limit and the others' step is solved again
-                # without them (as for closing steps, IkSolver._limited_step): clamped alone,
+                # without them (as for closing steps, JointLimits.limited_step): clamped alone,
                 # the step left Newton's direction, the damping rose until no joint reached
                 # the limit, and the polish crept (a random chain's stopped 5 um short).
                 moved = _held_newton_step(q, moved, held, free, hessian, gradient,
@@ -102,8 +102,8 @@ class _ClosingSteps:
             return self._system[1]
         (index,), (goal,), (weight,) = self.effectors, self.goals, self.weights
         descent, full = self.tree.hessian(state, index, weight, goal)
-        system = _free_system(state.q, self.owned, descent, full, self.solver._lower,
-                              self.solver._upper)
+        system = _free_system(state.q, self.owned, descent, full, self.limits.lower,
+                              self.limits.upper)
         self._system = (state, system)
         return system
 
@@ -126,7 +126,7 @@ class _ClosingSteps:
         every free direction (_basin_step): a retry nudged off it would come back to it,
         and the polish from it alone is cheaper.
         """
-        return self.newton_able and self.best_fit.excess <= SADDLE_EXCESS * self.solver.reach \
+        return self.newton_able and self.best_fit.excess <= SADDLE_EXCESS * self.settings.reach \
             and self._basin_step(self.best) is not None
 
     def settles_in_basin(self) -> bool:
@@ -140,7 +140,7 @@ class _ClosingSteps:
         retry.
         On a saddle itself the polish stays put and the retry follows.
         """
-        if not self.newton_able or self.best_fit.excess > SADDLE_EXCESS * self.solver.reach:
+        if not self.newton_able or self.best_fit.excess > SADDLE_EXCESS * self.settings.reach:
             return False    # (at_floor's conditions too)
         if self._basin_step(self.best) is not None:
             return True
@@ -200,13 +200,13 @@ class _ClosingSteps:
         # step down (weights) and cost error (the push). Position-only solves keep theirs.
         square = self.orientations is not None and len(rows) >= len(rows[0])
         weights, push = ([], []) if self.out_of_reach or square else \
-            self.solver._limit_steering(state.q, rows, residual, steer)
+            self.limits.steering(state.q, rows, residual, steer)
         # The push is added to the step and taken out of what the step must achieve.
         aim = _pushed(rows, residual, push) if push else residual
         floor = DAMPING_FLOOR if self.orientations is None else POSE_DAMPING_FLOOR
         while damping <= DAMPING_MAX:
             mu = max(damping * scale, floor)
-            q, step = self.solver._limited_step(state.q, rows, aim, weights, push, mu)
+            q, step = self.limits.limited_step(state.q, rows, aim, weights, push, mu)
             base = state.base
             if self.free_root:
                 base = (base[0] + step[n], base[1] + step[n + 1], base[2] + step[n + 2])

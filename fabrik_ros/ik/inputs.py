@@ -174,8 +174,8 @@ class _Inputs:
         if seed is None:
             return tree.neutral
         array = np.asarray(seed, dtype=float)
-        if array.shape != (len(self._lower),):
-            raise ValueError(f'seed has shape {array.shape}, expected ({len(self._lower)},) '
+        if array.shape != (len(self.limits.lower),):
+            raise ValueError(f'seed has shape {array.shape}, expected ({len(self.limits.lower)},) '
                              f'for joints {self.chain.joint_names}')
         values = array.tolist()
         last_tree, last = self._last
@@ -185,5 +185,6 @@ class _Inputs:
             return tree.neutral
         if not all(map(math.isfinite, values)):
             raise ValueError(f'seed is not finite: {values}')
-        return tree.sweep(
-            [min(max(v, lo), hi) for v, lo, hi in zip(values, self._lower, self._upper)], _ORIGIN)
+        limits = self.limits
+        return tree.sweep([min(max(v, lo), hi)
+                           for v, lo, hi in zip(values, limits.lower, limits.upper)], _ORIGIN)

@@ -26,10 +26,12 @@ from __future__ import annotations
 from itertools import compress
 import math
 from operator import add, and_, le, not_
+from typing import NamedTuple
 
 from .linalg import _shifted_solve, _sub_triangle, _weighted_step
 from .rotations import _TWO_PI
-from .tuning import LIMIT_PUSH, LIMIT_WEIGHT_MIN, NUDGE
+from .tuning import (LIMIT_MARGIN, LIMIT_MARGIN_SHARE, LIMIT_PUSH, LIMIT_WEIGHT_MIN,
+                     NUDGE)
 
 
 def _fitted_slide(total: float, weights: float, current: float, lower: float, upper: float
@@ -94,22 +96,43 @@ def _held_newton_step(q: list[float], moved: list[float], held: list[int], free:
     return moved
 
 
-class _Limits:
-    """IkSolver's joint limits: the margins' steering and the limited closing step."""
+class JointLimits(NamedTuple):
+    """
+    A chain's joint limits on plain floats, and the margins inside them.
 
-    def _nudged(self, q: list[float]) -> list[float]:
+    lower, upper: per independent joint, radians (metres for a slide), +-inf where
+    continuous. margins: how close to a limit a joint counts as near it (LIMIT_MARGIN, or
+    LIMIT_MARGIN_SHARE of a narrow joint's range); inner_lower, inner_upper: the limits
+    less the margins (inside them no joint is near a limit).
+    """
+
+    lower: list[float]
+    upper: list[float]
+    margins: list[float]
+    inner_lower: list[float]
+    inner_upper: list[float]
+
+    @classmethod
+    def of(cls, lower: list[float], upper: list[float]) -> JointLimits:
+        """Return the limits with their margins."""
+        margins = [min(LIMIT_MARGIN, LIMIT_MARGIN_SHARE * (hi - lo))
+                   for lo, hi in zip(lower, upper)]
+        return cls(lower, upper, margins,
+                   [lo + margin for lo, margin in zip(lower, margins)],
+                   [hi - margin for hi, margin in zip(upper, margins)])
+
+    def nudged(self, q: list[float]) -> list[float]:
         """Return q with every joint turned by NUDGE radians (back, where a limit is near)."""
         return [a + NUDGE if a + NUDGE <= hi else max(a - NUDGE, lo)
-                for a, lo, hi in zip(q, self._lower, self._upper)]
+                for a, lo, hi in zip(q, self.lower, self.upper)]
 
-    def _released(self, q: list[float]) -> list[float]:
+    def released(self, q: list[float]) -> list[float]:
         """Return q with every joint that sits at a limit moved to the middle of its range."""
         return [(lo + hi) / 2.0 if a in (lo, hi) else a
-                for a, lo, hi in zip(q, self._lower, self._upper)]
+                for a, lo, hi in zip(q, self.lower, self.upper)]
 
-    def _limit_steering(self, q: list[float], rows: list[list[float]],
-                        residual: list[float], steer: bool
-                        ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    def steering(self, q: list[float], rows: list[list[float]], residual: list[float],
+                 steer: bool) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
         """
         Return a closing step's column weights and null-space push, as (joint, value) pairs.
 
@@ -123,13 +146,13 @@ class _Limits:
         cost nothing, however long the chain. A joint at a limit that the error draws past
         it gets weight 0: it stays there.
         """
-        inner_lower, inner_upper = self._inner_lower, self._inner_upper
+        inner_lower, inner_upper = self.inner_lower, self.inner_upper
         if all(map(le, inner_lower, q)) and all(map(le, q, inner_upper)):
             return [], []
         # The joints outside [lower + margin, upper - margin], found at C speed.
         near = compress(range(len(q)), map(not_, map(
             and_, map(le, inner_lower, q), map(le, q, inner_upper))))
-        lower, upper, margins = self._lower, self._upper, self._margins
+        lower, upper, margins = self.lower, self.upper, self.margins
         weights, push = [], []
         for j in near:
             a = q[j]
@@ -148,17 +171,17 @@ class _Limits:
                 weights.append((j, max(room / margin, LIMIT_WEIGHT_MIN) if room else 0.0))
         return weights, push
 
-    def _limited_step(self, q: list[float], rows: list[list[float]], aim: list[float],
-                      weights: list[tuple[int, float]], push: list[tuple[int, float]],
-                      mu: float) -> tuple[list[float], list[float]]:
+    def limited_step(self, q: list[float], rows: list[list[float]], aim: list[float],
+                     weights: list[tuple[int, float]], push: list[tuple[int, float]],
+                     mu: float) -> tuple[list[float], list[float]]:
         """
         Return the joints after one damped step from q, within the limits, and the step.
 
-        weights, push: see _limit_steering. Joints the step would push past a limit are held
+        weights, push: see steering. Joints the step would push past a limit are held
         at it and the step is re-solved without them (the rest of the aim spent on the
         others). The step's tail beyond q's length is the free root's motion.
         """
-        lower, upper = self._lower, self._upper
+        lower, upper = self.lower, self.upper
         step = _weighted_step(rows, aim, weights, mu)
         for j, change in push:
             step[j] += change

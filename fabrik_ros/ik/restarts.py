@@ -54,9 +54,9 @@ class _Restarts:
                 # (Restarts stop early, still creeping down: one ending 1 mm closer may lie in
                 # a basin far deeper. Out of reach the retries leave a saddle or a stop: they
                 # are taken.)
-                solve.hold = self.tolerance
+                solve.hold_best(self.tolerance)
             self._explore(solve, start, stretch, patience, unreachable_after)
-            solve.hold = 0.0
+            solve.hold_best(0.0)
         if solve.best_error > self.tolerance and solve.best_fit.excess > STALL * self.tolerance:
             # Explored attempts stopped early (see EXPLORE_STALL), and so did the first
             # attempt out of reach (its nudged retry would only creep down the same tail).
@@ -88,7 +88,7 @@ class _Restarts:
                 if mapped:
                     seed = self._mapped_seed(solve.effectors[0], solve.goals[0])
                 elif tried == (1 if solve.mappable else 0):
-                    seed = self._released(solve.best.q)
+                    seed = self.limits.released(solve.best.q)
                 else:
                     seed = next(random_seeds)
                 if seed == solve.best.q and unreachable_after is not None:
@@ -109,7 +109,7 @@ class _Restarts:
                 early = solve.best.q
                 if solve.settles_in_basin() and not self._root_at_a_stop(solve):
                     break
-                seed = self._nudged(self._released(early))
+                seed = self.limits.nudged(self.limits.released(early))
             elif stretch and 1 <= solve.restarts <= STOP_RETRIES \
                     and len(solve.effectors) == 1 and solve.best_fit.excess > self.tolerance \
                     and self._root_at_a_stop(solve):
@@ -119,7 +119,7 @@ class _Restarts:
                 seed = next(random_seeds)
             else:
                 break
-            solve.restarts += 1
+            solve.count_restart()
             base = start.base
             if solve.free_root:
                 # The free body stays where the best pose put it, and so do the legs that
@@ -155,8 +155,8 @@ class _Restarts:
                 continue
             root = tree.joints[joints[0]]
             coordinate = root.coordinate
-            if not root.prismatic and root.upper - root.lower > math.pi \
-                    and q[coordinate] in (self._lower[coordinate], self._upper[coordinate]):
+            if not root.prismatic and root.upper - root.lower > math.pi and q[coordinate] in (
+                    self.limits.lower[coordinate], self.limits.upper[coordinate]):
                 return True
         return False
 

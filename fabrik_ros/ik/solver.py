@@ -24,10 +24,10 @@ import time
 from fabrik_ros.chain import Chain
 import numpy as np
 
-from .attempt import _Solve
+from .attempt import _Solve, PassSettings
 from .groups import _Group, _independent_groups
 from .inputs import _Inputs
-from .limits import _Limits
+from .limits import JointLimits
 from .linalg import _pushed
 from .model import _Tree
 from .orientations import _one_effector_fit, _Orientations
@@ -36,14 +36,13 @@ from .restarts import _Restarts
 from .result import _Steps, IkResult
 from .rotations import _ORIGIN, _product, _rotation_error, _TWO_PI
 from .splits import _Split
-from .tuning import (DAMPING_FLOOR, DAMPING_START, HELD_WEIGHT, LIMIT_MARGIN, LIMIT_MARGIN_SHARE,
-                     POSE_DAMPING_FLOOR, RESTART_ERROR, RESTART_ERROR_REACH, RESTART_SEED, STALL,
-                     UNREACHABLE_AFTER)
+from .tuning import (DAMPING_FLOOR, DAMPING_START, HELD_WEIGHT, POSE_DAMPING_FLOOR,
+                     RESTART_ERROR, RESTART_ERROR_REACH, RESTART_SEED, STALL, UNREACHABLE_AFTER)
 from .validation import _checked_timeout, _orientation_mode, _unit_axis, FIT_MODES, ROOT_MODES
 from .workspace import _Workspace
 
 
-class IkSolver(_Inputs, _Restarts, _Workspace, _Limits):
+class IkSolver(_Inputs, _Restarts, _Workspace):
     """
     FABRIK inverse kinematics for a Chain: one or several effectors, pinned or free root.
 
@@ -211,14 +210,7 @@ class IkSolver(_Inputs, _Restarts, _Workspace, _Limits):
         self._trackable = root == 'pinned' and len(chain.effectors) == 1 and \
             self.effector_weights.get(chain.effector_names[0], 1.0) == 1.0
         self._trackable_position = self._trackable and self._groups == self._everything
-        self._lower = chain.lower.tolist()
-        self._upper = chain.upper.tolist()
-        # Inside these a joint is not near a limit (closing steps: LIMIT_MARGIN, a narrow
-        # joint's share of its range).
-        self._margins = [min(LIMIT_MARGIN, LIMIT_MARGIN_SHARE * (hi - lo))
-                         for lo, hi in zip(self._lower, self._upper)]
-        self._inner_lower = [lo + margin for lo, margin in zip(self._lower, self._margins)]
-        self._inner_upper = [hi - margin for hi, margin in zip(self._upper, self._margins)]
+        self.limits = JointLimits.of(chain.lower.tolist(), chain.upper.tolist())
         self._last = (self._tree, self._tree.neutral)  # the last answer's state (see _start)
         rng = np.random.default_rng(RESTART_SEED)
         n = chain.dof
@@ -340,6 +332,9 @@ class IkSolver(_Inputs, _Restarts, _Workspace, _Limits):
                          for i in waiting]
             rest = start.q, sum(weights[i] * (d * d) for i, d in zip(waiting, distances))
         solve = spent
+        settings = PassSettings(self.tolerance, self.reach, self.closing_radius,
+                                self.fabrik_gain, self.restart_error, self.max_iterations,
+                                self.clock)
         for groups, pass_stretch in passes:
             fits = retry_fits = tree_fits
             if pass_stretch:
@@ -359,8 +354,9 @@ class IkSolver(_Inputs, _Restarts, _Workspace, _Limits):
                     retry_fits = straight
                 else:
                     fits = retry_fits = straight
-            solve = _Solve(self, groups, goals, weights, floors, pass_stretch, fits, free_root,
-                           rest, trace, deadline, solve, orientations, retry_fits)
+            solve = _Solve(settings, self.limits, self._tree, groups, goals, weights, floors,
+                           pass_stretch, fits, free_root, rest, trace, deadline, solve,
+                           orientations, retry_fits)
             solve.attempt(start)
             self._restart(solve, start, bool(pass_stretch), unreachable_after)
             rest = solve.pose(), solve.best_fit.objective
@@ -404,11 +400,11 @@ class IkSolver(_Inputs, _Restarts, _Workspace, _Limits):
             if orientations is not None:
                 orientations.extend(start, rows, residual)
             weights, push = ([], []) if orientations is not None and len(rows) >= len(
-                rows[0]) else self._limit_steering(start.q, rows, residual, True)
+                rows[0]) else self.limits.steering(start.q, rows, residual, True)
             aim = _pushed(rows, residual, push) if push else residual
             floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
-            q = self._limited_step(start.q, rows, aim, weights, push,
-                                   max(DAMPING_START * excess ** 2, floor))[0]
+            q = self.limits.limited_step(start.q, rows, aim, weights, push,
+                                         max(DAMPING_START * excess ** 2, floor))[0]
             state = tree.sweep(q, _ORIGIN)
             new_objective, new_error = _one_effector_fit(state, goal, effector.point,
                                                          orientations)

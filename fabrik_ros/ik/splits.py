@@ -54,7 +54,7 @@ class _Split:
 
     def __init__(self, solver: IkSolver) -> None:
         self.solver = solver
-        self.lower, self.upper = solver._lower, solver._upper
+        self.lower, self.upper = solver.limits.lower, solver.limits.upper
 
     @staticmethod
     def of(solver: IkSolver, max_restarts: int,

@@ -72,7 +72,7 @@ class _Workspace:
         found = self._farthest_found[index]
         if found is not None:
             return found
-        tree, lower, upper = self._tree, self._lower, self._upper
+        tree, lower, upper = self._tree, self.limits.lower, self.limits.upper
         effector = tree.effectors[index]
         point, anchor = effector.point, tree.neutral.points[effector.anchor]
         straight = effector.reach * (1.0 - 1e-12)
@@ -133,7 +133,7 @@ class _Workspace:
         if self._workspace_map is None:
             tree = self._tree
             poses = np.random.default_rng(RESTART_SEED + 2).uniform(
-                *self._seed_box, size=(MAP_SAMPLES, len(self._lower))).tolist()
+                *self._seed_box, size=(MAP_SAMPLES, len(self.limits.lower))).tolist()
             points = np.array([[state.points[effector.point] for effector in tree.effectors]
                                for state in (tree.sweep(q, _ORIGIN) for q in poses)])
             self._workspace_map = poses, points, np.einsum('ijk,ijk->ij', points, points)
