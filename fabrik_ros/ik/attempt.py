@@ -29,6 +29,7 @@ from .groups import _Group, _pass_layout
 from .limits import JointLimits
 from .model import _Tree
 from .orientations import _Orientations
+from .passes import reach_back
 from .points import _Fit, _State
 from .result import _Steps
 from .tuning import (CONFIRM_STALL, CREEP, DAMPING_MIN, DAMPING_START, EXPLORE_STALL,
@@ -292,8 +293,9 @@ class _Solve(_ClosingSteps):
                 fixed = self.stretch
                 if self.orientations is not None:   # the tools' rigid bodies, then stretch
                     fixed = {**self.orientations.placed(state, self.goals), **self.stretch}
-                desired, base = self.tree.reach_back(state, self.reach_points, self.reach_goals,
-                                                     fixed, self.free_root, self.point_weights)
+                desired, base = reach_back(self.tree, state, self.reach_points,
+                                           self.reach_goals, fixed, self.free_root,
+                                           self.point_weights)
                 candidate = self.tree.sweep(state.q, base, desired, state, fits)
                 new_fit = self.measure(candidate)
                 if new_fit.objective >= fit.objective:

@@ -31,6 +31,7 @@ from .limits import JointLimits
 from .linalg import _pushed
 from .model import _Tree
 from .orientations import _one_effector_fit, _Orientations
+from .passes import stretched
 from .points import _State
 from .restarts import _Restarts
 from .result import _Steps, IkResult
@@ -306,7 +307,7 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
                  for goal, effector in zip(targets, tree.effectors)]
         weights = [self.effector_weights.get(name, 1.0 if goal is not None else HELD_WEIGHT)
                    for name, goal in zip(self.chain.effector_names, targets)]
-        stretch, floors = (tree.stretched(targets, start, self.tolerance) if not free_root
+        stretch, floors = (stretched(tree, targets, start, self.tolerance) if not free_root
                            else ({}, [0.0] * len(targets)))
         if orientations is not None:    # the target frames, out of reach where they can be
             bases = [stretch.get(effector.point, goal)
