@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import math
-from operator import mul, sub
-from typing import NamedTuple, Sequence
+from operator import sub
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from .closing import _ClosingSteps
 from .groups import _Group, _pass_layout
 from .limits import JointLimits
 from .model import _Tree
+from .objective import _Objective, _Score
 from .orientations import _Orientations
 from .passes import reach_back
 from .points import _Fit, _State
@@ -35,18 +36,6 @@ from .result import _Steps
 from .tuning import (CONFIRM_STALL, CREEP, DAMPING_MIN, DAMPING_START, EXPLORE_STALL,
                      NEWTON_DAMPING_MIN, NEWTON_DAMPING_START, NEWTON_JOINTS, POSE_STALL,
                      SADDLE_EXCESS, STALL, STALL_RELATIVE, STRETCH_DAMPING_DROP)
-
-
-class _Score(NamedTuple):
-    """How well a state meets the goals."""
-
-    objective: float            # m^2, sum of w_i d_i^2: what the solver minimises
-    error: float                # metres, the largest d_i
-    excess: float               # metres, sqrt(sum w_i e_i^2), e_i = d_i above its floor
-    distances: list[float]      # metres, d_i per effector
-    miss: float                 # metres, the largest d_i in groups with no target beyond
-    #                             reach (see _Group)
-    shares: tuple[float, ...]   # m^2, each group's part of the objective (if several)
 
 
 class PassSettings(NamedTuple):
@@ -61,7 +50,7 @@ class PassSettings(NamedTuple):
     clock: Callable[[], float]      # seconds
 
 
-class _Solve(_ClosingSteps):
+class _Solve(_Objective, _ClosingSteps):
     """
     One pass of an IkSolver.solve call: the goals, the stages, the counters and the history.
 
@@ -188,47 +177,6 @@ class _Solve(_ClosingSteps):
             self._best = self.tree.sweep(self._best_q, self._best_base)
         return self._best
 
-    def measure(self, state: _State) -> _Score:
-        """Return how well the state meets the goals."""
-        points = state.points
-        goals = self.goals
-        distances = [math.dist(goals[0], points[self.goal_points[0]])] if len(goals) == 1 \
-            else [math.dist(goal, points[p]) for goal, p in zip(goals, self.goal_points)]
-        return self.score(distances,
-                          self.orientations.squares(state) if self.orientations else ())
-
-    def score(self, distances: list[float], turned: Sequence[float] = ()) -> _Score:
-        """
-        Return how well a pose whose effectors are `distances` from their goals does.
-
-        turned: the squared orientation errors as metres^2 (see _Orientations); they count
-        in the objective, the error and the excess with weight 1.
-        """
-        if len(distances) == 1:     # one effector (most solves, every iteration): the same
-            (distance,), (weight,), (floor,) = distances, self.weights, self.floors
-            objective = weight * (distance * distance) + sum(turned)
-            error = distance if not turned else max(distance, math.sqrt(max(turned)))
-            if floor:
-                excess = math.sqrt(weight * max(distance - floor, 0.0) ** 2 + sum(turned))
-                return _Score(objective, error, max(excess, 1e-15), distances, 0.0, ())
-            return _Score(objective, error, max(math.sqrt(objective), 1e-15), distances, error,
-                          ())
-        terms = list(map(mul, self.weights, map(mul, distances, distances)))
-        objective = sum(terms) + sum(turned)
-        shares = ()
-        if len(self.groups) > 1:
-            shares = tuple(sum(terms[i] for i in group.effectors) for group in self.groups)
-        error = max(distances)
-        if turned:
-            error = max(error, math.sqrt(max(turned)))
-        if self.out_of_reach:
-            excess = math.sqrt(sum(w * max(d - f, 0.0) ** 2 for w, d, f
-                                   in zip(self.weights, distances, self.floors)) + sum(turned))
-            miss = max((distances[i] for i in self.judged), default=0.0)
-        else:
-            excess, miss = math.sqrt(objective), error
-        return _Score(objective, error, max(excess, 1e-15), distances, miss, shares)
-
     def hold_best(self, hold: float) -> None:
         """Keep the best pose against states closer by no more than hold metres (_accept)."""
         self.hold = hold
@@ -278,7 +226,6 @@ class _Solve(_ClosingSteps):
         pose ends it too. Returns _Score.miss (metres) where the attempt ended.
         """
         settings = self.settings
-        tolerance = settings.tolerance
         fit = self.measure(state)
         if math.isnan(self.initial_miss):
             self.initial_miss = fit.miss
@@ -289,23 +236,7 @@ class _Solve(_ClosingSteps):
         closing_radius = settings.closing_radius if not self.stretch else 0.0
         fits = self.retry_fits if self.restarts else self.fits
         if fit.excess > closing_radius and not polish:
-            while self._open(fit) and self.has_budget():
-                fixed = self.stretch
-                if self.orientations is not None:   # the tools' rigid bodies, then stretch
-                    fixed = {**self.orientations.placed(state, self.goals), **self.stretch}
-                desired, base = reach_back(self.tree, state, self.reach_points,
-                                           self.reach_goals, fixed, self.free_root,
-                                           self.point_weights)
-                candidate = self.tree.sweep(state.q, base, desired, state, fits)
-                new_fit = self.measure(candidate)
-                if new_fit.objective >= fit.objective:
-                    break
-                gain = new_fit.excess / fit.excess
-                state, fit = candidate, new_fit
-                self.fabrik_iterations += 1
-                self._accept(state, fit)
-                if gain > settings.fabrik_gain or fit.excess <= closing_radius:
-                    break
+            state, fit = self._fabrik_stage(state, fit, fits, closing_radius)
         if math.isnan(self.fabrik_error):
             self.fabrik_error = fit.error
         if confirms and not self.stretch and self.best_fit.miss < fit.miss < band:
@@ -315,6 +246,38 @@ class _Solve(_ClosingSteps):
             # confirm nothing, and a floor a little below the best pose's is worth their
             # steps).
             return fit.miss
+        return self._closing_stage(state, fit, polish, band)
+
+    def _fabrik_stage(self, state: _State, fit: _Score, fits: list[_Fit],
+                      closing_radius: float) -> tuple[_State, _Score]:
+        """
+        Run FABRIK iterations while each gains enough and the excess exceeds closing_radius.
+
+        Returns the last state FABRIK improved on, and its score.
+        """
+        gain_wanted = self.settings.fabrik_gain
+        while self._open(fit) and self.has_budget():
+            fixed = self.stretch
+            if self.orientations is not None:   # the tools' rigid bodies, then stretch
+                fixed = {**self.orientations.placed(state, self.goals), **self.stretch}
+            desired, base = reach_back(self.tree, state, self.reach_points, self.reach_goals,
+                                       fixed, self.free_root, self.point_weights)
+            candidate = self.tree.sweep(state.q, base, desired, state, fits)
+            new_fit = self.measure(candidate)
+            if new_fit.objective >= fit.objective:
+                break
+            gain = new_fit.excess / fit.excess
+            state, fit = candidate, new_fit
+            self.fabrik_iterations += 1
+            self._accept(state, fit)
+            if gain > gain_wanted or fit.excess <= closing_radius:
+                break
+        return state, fit
+
+    def _closing_stage(self, state: _State, fit: _Score, polish: bool, band: float) -> float:
+        """Take closing steps until they stall (see attempt); return _Score.miss at the end."""
+        settings = self.settings
+        tolerance = settings.tolerance
         # Trees keep Gauss-Newton: with held effectors the exact optimum of the weighted
         # objective trades held drift for the far effector's last micrometres.
         newton = polish and self.newton_able
@@ -366,7 +329,7 @@ class _Solve(_ClosingSteps):
             # Out of reach Gauss-Newton creeps (each step gains a small fraction of the
             # excess: the residual term it drops): a strict attempt goes on with Newton's
             # steps where they go the same way, quadratic where the creep could spend the
-            # iteration cap before the polish (a long two-axis chain stopped 0.8 mm short).
+            # iteration cap before the polish.
             if not (explore or newton or saddle) and self.newton_able and self.stretch \
                     and gained < CREEP * excess and self._newton_continues(
                         state, list(map(sub, state.q, previous.q))):

@@ -24,16 +24,13 @@ from __future__ import annotations
 
 import math
 from operator import mul
-from typing import TYPE_CHECKING
 
 from .limits import _clamped, _held_newton_step
 from .linalg import _free_system, _NOT_POSITIVE_DEFINITE, _pushed, _shifted_solve
+from .objective import _Score
 from .points import _State
 from .tuning import (CONVEX_SHIFT, DAMPING_FLOOR, DAMPING_MAX, NEWTON_STALL, POSE_DAMPING_FLOOR,
                      SADDLE_EXCESS)
-
-if TYPE_CHECKING:
-    from .attempt import _Score
 
 
 class _ClosingSteps:

@@ -18,10 +18,13 @@
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
 
+from .model import _Tree
+from .points import _State
 from .tuning import KEPT_LAYOUTS
 
 
@@ -62,3 +65,28 @@ def _pass_layout(groups: tuple[_Group, ...]
     return (effectors, tuple(_Group(tuple(map(local.__getitem__, group.effectors)),
                                     group.coordinates) for group in groups),
             tuple(sorted(c for group in groups for c in group.coordinates)))
+
+
+def _passes(groups: tuple[_Group, ...], goals: list[tuple[float, float, float]],
+            weights: list[float], floors: list[float],
+            stretch: dict[int, tuple[float, float, float]], start: _State, tree: _Tree
+            ) -> tuple[list[tuple[tuple[_Group, ...], dict]], tuple[list[float], float]]:
+    """
+    Return a solve's passes (groups, their stretched points) and the first pass's rest.
+
+    Groups that share no joint with a target out of reach are solved first, on their own:
+    restarts and stall tests then see only them, and they reach their targets as if the
+    far ones were not there. Then the groups out of reach, stretched. Meanwhile the groups
+    of the second pass stay at the seed (the rest: their pose and objective, see _Solve).
+    """
+    if len(groups) == 1:    # (a single effector, or effectors sharing joints)
+        return [(groups, stretch if any(floors) else {})], (start.q, 0.0)
+    far = tuple(group for group in groups if any(floors[i] for i in group.effectors))
+    near = tuple(group for group in groups if group not in far)
+    passes = [(chosen, pass_stretch) for chosen, pass_stretch
+              in ((near, {}), (far, stretch)) if chosen]
+    # Their objective is summed as _Solve.score will sum it (effector order, d * d: d ** 2
+    # rounds differently), so the logged best error does not rise where the passes meet.
+    waiting = sorted(i for group in far for i in group.effectors) if near else []
+    distances = [math.dist(goals[i], start.points[tree.effectors[i].point]) for i in waiting]
+    return passes, (start.q, sum(weights[i] * (d * d) for i, d in zip(waiting, distances)))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from .model import _Tree
-from .points import _State
+from .points import _Fit, _State
 
 
 def stretched(tree: _Tree, targets: list[tuple[float, float, float] | None], state: _State,
@@ -124,3 +124,26 @@ def reach_back(tree: _Tree, state: _State, goal_points: list[int],
             sz += weight * cz + scale * dz
         base = (sx / total, sy / total, sz / total)
     return desired, base
+
+
+def _stretched_fits(tree: _Tree, fits: list[_Fit], stretch: dict[int, tuple[float, float, float]],
+                    whole_position: bool) -> tuple[list[_Fit], list[_Fit]]:
+    """
+    Return the fits of a pass out of reach, for its first attempt and for its retries.
+
+    Joints that move only stretched points (and their markers) lay straight. But a chain
+    fitted whole keeps its fit for a position target (whole_position: one effector, fit
+    'chain', no orientation): the straight line is no pose a chain with offsets can
+    take, and fitted point by point to it an elbow can fold onto its stop, a saddle only
+    the nudged retry leaves. Its retries lay it straight: the other way in where the first
+    attempt stopped. (Trees and full poses keep the line: fitted whole, a held tool drifts
+    more.)
+    """
+    markers = tree.marker_point_set
+    straight = [straight_fit if all(point in stretch or point in markers
+                                    for point in tree.fit_points(whole_fit)) else fit
+                for fit, whole_fit, straight_fit in zip(fits, tree.whole_fit,
+                                                        tree.straight_fit)]
+    if whole_position:
+        return fits, straight
+    return straight, straight

@@ -23,9 +23,34 @@ from __future__ import annotations
 
 import math
 
+from fabrik_ros.chain import Chain
+
 from .attempt import _Solve
+from .groups import _independent_groups
 from .points import _State
-from .tuning import AGREE, EXPLORE_STALL, STALL, STOP_RETRIES
+from .tuning import AGREE, EXPLORE_STALL, STALL, STOP_RETRIES, UNREACHABLE_AFTER
+
+
+def _unreachable_after(value: int | None | str, chain: Chain) -> int | None:
+    """
+    Return IkSolver's unreachable_after with 'auto' resolved for the chain; ValueError.
+
+    Position leaves a redundant chain a manifold of solutions with wide basins, so seeds
+    that agree are telling; a chain with no more joints than its targets have coordinates
+    has isolated solutions in small basins: try every seed. Effectors whose branches share
+    joints (two arms on a torso) multiply the basins: as many confirmations for each
+    effector of the largest such group.
+    """
+    if value == 'auto':
+        redundant = chain.dof > 3 * len(chain.effectors)
+        sharing = max(len(group.effectors)
+                      for group in _independent_groups(chain.moves_effector))
+        value = UNREACHABLE_AFTER * sharing if redundant else None
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value < 1):
+        raise ValueError(f"unreachable_after must be an integer >= 1, None or 'auto', "
+                         f'got {value!r}')
+    return value
 
 
 class _Restarts:

@@ -23,6 +23,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .model import _Tree
+from .orientations import _Orientations
+from .points import _State
+from .rotations import _product, _rotation_error
+
 
 @dataclass
 class IkResult:
@@ -77,3 +82,49 @@ class _Steps(NamedTuple):
     history: list[float]
     trace: list[np.ndarray] | None
     timed_out: bool
+
+
+def _packaged(state: _State, tree: _Tree, targets: list, rotations: list | None,
+              steps: _Steps, orientations: _Orientations | None, tolerance: float,
+              orientation_tolerance: float) -> IkResult:
+    """
+    Return a final state as an IkResult; errors are measured from its forward kinematics.
+
+    orientations: the solve's, whose errors of the state are reused where it has them.
+    tolerance, orientation_tolerance: metres and radians, what reached requires.
+    """
+    positions = list(map(state.points.__getitem__, tree.tool_points))
+    if len(positions) == 1:     # one effector: it has the target
+        error = math.dist(targets[0], positions[0])
+        errors = [error]
+    else:
+        errors = [math.dist(goal, position) if goal is not None else math.nan
+                  for goal, position in zip(targets, positions)]
+        error = max([e for e in errors if e == e])  # NaN != NaN: effectors without one
+    reached = error <= tolerance
+    angles = [math.nan] * len(positions)
+    orientation_error = math.nan
+    if rotations is not None:   # position-only solves skip the orientation bookkeeping
+        # The errors sought (measured already, most likely of this state) decide reached;
+        # those of effectors in 'position' mode are reported only.
+        found = []
+        if orientations is not None:
+            found = orientations.errors(state)
+            for item, (angle, _, _) in zip(orientations.items, found):
+                angles[item[0]] = angle
+                reached = reached and angle <= orientation_tolerance
+        if len(found) < len(rotations) - rotations.count(None):
+            for index, (effector, rotation) in enumerate(zip(tree.effectors, rotations)):
+                if rotation is not None and angles[index] != angles[index]:
+                    tool = _product(state.frames[effector.parent][:9], effector.tool)
+                    angles[index] = _rotation_error(tool, rotation)[0]
+        orientation_error = max([a for a in angles if a == a], default=math.nan)
+    return IkResult(
+        q=np.array(state.q), error=error, errors=np.array(errors),
+        iterations=steps.fabrik_iterations + steps.closing_steps, reached=reached,
+        base_position=np.array(state.base),
+        effector_positions=np.array(positions), fabrik_iterations=steps.fabrik_iterations,
+        closing_steps=steps.closing_steps, restarts=steps.restarts,
+        initial_error=steps.initial_error, fabrik_error=steps.fabrik_error,
+        history=steps.history, trace=steps.trace, timed_out=steps.timed_out,
+        orientation_error=orientation_error, orientation_errors=np.array(angles))

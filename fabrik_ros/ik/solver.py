@@ -25,25 +25,24 @@ from fabrik_ros.chain import Chain
 import numpy as np
 
 from .attempt import _Solve, PassSettings
-from .groups import _Group, _independent_groups
+from .groups import _Group, _independent_groups, _passes
 from .inputs import _Inputs
 from .limits import JointLimits
-from .linalg import _pushed
 from .model import _Tree
-from .orientations import _one_effector_fit, _Orientations
-from .passes import stretched
-from .points import _State
-from .restarts import _Restarts
-from .result import _Steps, IkResult
-from .rotations import _ORIGIN, _product, _rotation_error, _TWO_PI
+from .orientations import _Orientations
+from .passes import _stretched_fits, stretched
+from .points import _Fit, _State
+from .restarts import _Restarts, _unreachable_after
+from .result import _packaged, _Steps, IkResult
+from .rotations import _ORIGIN
 from .splits import _Split
-from .tuning import (DAMPING_FLOOR, DAMPING_START, HELD_WEIGHT, POSE_DAMPING_FLOOR,
-                     RESTART_ERROR, RESTART_ERROR_REACH, RESTART_SEED, STALL, UNREACHABLE_AFTER)
-from .validation import _checked_timeout, _orientation_mode, _unit_axis, FIT_MODES, ROOT_MODES
-from .workspace import _Workspace
+from .tracking import _Tracking
+from .tuning import HELD_WEIGHT, RESTART_ERROR, RESTART_ERROR_REACH
+from .validation import _checked_settings, _checked_timeout, _orientation_mode, _unit_axis
+from .workspace import _restart_seeds, _Workspace
 
 
-class IkSolver(_Inputs, _Restarts, _Workspace):
+class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace):
     """
     FABRIK inverse kinematics for a Chain: one or several effectors, pinned or free root.
 
@@ -134,40 +133,10 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
                  orientation_tolerance: float = 1e-3,
                  orientation_mode: str | Mapping[str, str] = 'full',
                  tool_axis: object = (0.0, 0.0, 1.0)) -> None:
-        if not (math.isfinite(tolerance) and tolerance > 0.0):
-            raise ValueError(f'tolerance must be a positive number of metres, got {tolerance}')
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) \
-                or max_iterations < 1:
-            raise ValueError(f'max_iterations must be a positive integer, got {max_iterations!r}')
-        if root not in ROOT_MODES:
-            raise ValueError(f'root must be one of {ROOT_MODES}, got {root!r}')
-        if fit not in FIT_MODES:
-            raise ValueError(f'fit must be one of {FIT_MODES}, got {fit!r}')
-        if not 0.0 < fabrik_gain < 1.0:
-            raise ValueError(f'fabrik_gain must be in (0, 1), got {fabrik_gain}')
-        if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) \
-                or max_restarts < 0:
-            raise ValueError(f'max_restarts must be an integer >= 0, got {max_restarts!r}')
-        if not (math.isfinite(orientation_tolerance) and orientation_tolerance > 0.0):
-            raise ValueError('orientation_tolerance must be a positive number of radians, got '
-                             f'{orientation_tolerance}')
+        _checked_settings(tolerance, max_iterations, root, fit, fabrik_gain, max_restarts,
+                          orientation_tolerance)
         self._unreachable_auto = unreachable_after == 'auto'
-        if unreachable_after == 'auto':
-            # Position leaves a redundant chain a manifold of solutions with wide basins,
-            # so seeds that agree are telling; a chain with no more joints than its targets
-            # have coordinates has isolated solutions in small basins: try every seed.
-            # Effectors whose branches share joints (two arms on a torso) multiply the
-            # basins: as many confirmations for each effector of the largest such group.
-            redundant = chain.dof > 3 * len(chain.effectors)
-            sharing = max(len(group.effectors)
-                          for group in _independent_groups(chain.moves_effector))
-            unreachable_after = UNREACHABLE_AFTER * sharing if redundant else None
-        if unreachable_after is not None and (
-                isinstance(unreachable_after, bool) or not isinstance(unreachable_after, int)
-                or unreachable_after < 1):
-            raise ValueError(f"unreachable_after must be an integer >= 1, None or 'auto', "
-                             f'got {unreachable_after!r}')
-        self.unreachable_after = unreachable_after
+        self.unreachable_after = _unreachable_after(unreachable_after, chain)
         self.timeout = _checked_timeout(timeout)
         self.clock = clock
         self.chain = chain
@@ -213,12 +182,6 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
         self._trackable_position = self._trackable and self._groups == self._everything
         self.limits = JointLimits.of(chain.lower.tolist(), chain.upper.tolist())
         self._last = (self._tree, self._tree.neutral)  # the last answer's state (see _start)
-        rng = np.random.default_rng(RESTART_SEED)
-        n = chain.dof
-        # Seeds span each joint's range, at most one turn of it (continuous: -pi to pi).
-        low = np.where(np.isfinite(chain.lower), chain.lower,
-                       np.minimum(chain.upper - _TWO_PI, -math.pi))
-        high = np.minimum(chain.upper, low + _TWO_PI)
         self.max_restarts = max_restarts
         if restart_error is None:
             restart_error = max(self.tolerance, min(RESTART_ERROR * self.tolerance,
@@ -227,13 +190,7 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
             raise ValueError(f'restart_error must be >= tolerance ({self.tolerance} m), got '
                              f'{restart_error}')
         self.restart_error = float(restart_error)
-        # Random poses; every other one has each joint at a limit with probability 2/3:
-        # targets whose solution has several joints at their limits sit in small basins.
-        self._seed_box = (low, np.maximum(low, high))
-        seeds = rng.uniform(*self._seed_box, size=(max(max_restarts - 1, 0), n))
-        corners = rng.choice(3, size=seeds.shape)
-        seeds[1::2] = np.where(corners == 0, low, np.where(corners == 1, high, seeds))[1::2]
-        self._restart_seeds = seeds.tolist()
+        self._seed_box, self._restart_seeds = _restart_seeds(chain, max_restarts)
         self._farthest_found: list[float | None] = [None] * len(self._tree.effectors)
         self._workspace_map: tuple[list[list[float]], np.ndarray, np.ndarray] | None = None
         self._split = _Split.of(self, max_restarts, self._sub_solver) \
@@ -291,7 +248,6 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
                     # An oriented tool leaves little or no redundancy (six joints, a full
                     # pose: isolated solutions; a free roll: one family) in small basins.
                     unreachable_after = None
-        free_root = self.root == 'free'
         start = self._start(seed, tree)
         if trackable and not trace:
             tracked = self._track(tree, start, targets, rotations, orientations, deadline)
@@ -303,6 +259,20 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
                                              deadline, trace)
             if split is not None:
                 return split
+        return self._full_solve(tree, tree_fits, all_groups, start, targets, rotations,
+                                orientations, unreachable_after, deadline, trace, spent)
+
+    def _full_solve(self, tree: _Tree, tree_fits: list[_Fit], all_groups: tuple[_Group, ...],
+                    start: _State, targets: list[tuple[float, float, float] | None],
+                    rotations: list | None, orientations: _Orientations | None,
+                    unreachable_after: int | None, deadline: float, trace: bool,
+                    spent: _Steps | None) -> IkResult:
+        """
+        Return the answer of the passes, their attempts and restarts (see solve).
+
+        spent: what a split solve spent before handing over (see _Split), or None.
+        """
+        free_root = self.root == 'free'
         goals = [goal if goal is not None else start.points[effector.point]
                  for goal, effector in zip(targets, tree.effectors)]
         weights = [self.effector_weights.get(name, 1.0 if goal is not None else HELD_WEIGHT)
@@ -313,25 +283,7 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
             bases = [stretch.get(effector.point, goal)
                      for goal, effector in zip(goals, tree.effectors)]
             orientations.goals = orientations.marker_goals(bases)
-        # Groups that share no joint with a target out of reach are solved first, on their
-        # own: restarts and stall tests then see only them, and they reach their targets
-        # as if the far ones were not there. Then the groups out of reach, stretched.
-        if len(all_groups) == 1:    # (a single effector, or effectors sharing joints)
-            passes = [(all_groups, stretch if any(floors) else {})]
-            rest = start.q, 0.0
-        else:
-            far = tuple(group for group in all_groups
-                        if any(floors[i] for i in group.effectors))
-            near = tuple(group for group in all_groups if group not in far)
-            passes = [(groups, pass_stretch) for groups, pass_stretch
-                      in ((near, {}), (far, stretch)) if groups]
-            # Meanwhile the groups of the second pass stay at the seed. Their objective is
-            # summed as _Solve.score will sum it (effector order, d * d: d ** 2 rounds
-            # differently), so the logged best error does not rise where the passes meet.
-            waiting = sorted(i for group in far for i in group.effectors) if near else []
-            distances = [math.dist(goals[i], start.points[tree.effectors[i].point])
-                         for i in waiting]
-            rest = start.q, sum(weights[i] * (d * d) for i, d in zip(waiting, distances))
+        passes, rest = _passes(all_groups, goals, weights, floors, stretch, start, tree)
         solve = spent
         settings = PassSettings(self.tolerance, self.reach, self.closing_radius,
                                 self.fabrik_gain, self.restart_error, self.max_iterations,
@@ -339,22 +291,9 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
         for groups, pass_stretch in passes:
             fits = retry_fits = tree_fits
             if pass_stretch:
-                # Joints that move only stretched points (and their markers) lay straight.
-                markers = tree.marker_point_set
-                straight = [straight_fit if all(point in pass_stretch or point in markers
-                                                for point in tree.fit_points(whole_fit)) else fit
-                            for fit, whole_fit, straight_fit in zip(fits, tree.whole_fit,
-                                                                    tree.straight_fit)]
-                # But a chain fitted whole keeps its fit for a position target: the straight
-                # line is no pose a chain with offsets can take, and fitted point by point to
-                # it an elbow can fold onto its stop, a saddle only the nudged retry leaves.
-                # Its retries lay it straight: the other way in where the first attempt
-                # stopped. (Trees and full poses keep the line: fitted whole, a held tool
-                # drifts more.)
-                if self.fit == 'chain' and orientations is None and len(tree.effectors) == 1:
-                    retry_fits = straight
-                else:
-                    fits = retry_fits = straight
+                fits, retry_fits = _stretched_fits(
+                    tree, tree_fits, pass_stretch,
+                    self.fit == 'chain' and orientations is None and len(tree.effectors) == 1)
             solve = _Solve(settings, self.limits, self._tree, groups, goals, weights, floors,
                            pass_stretch, fits, free_root, rest, trace, deadline, solve,
                            orientations, retry_fits)
@@ -365,56 +304,6 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
             solve.fabrik_iterations, solve.closing_steps, solve.restarts, solve.initial_error,
             solve.fabrik_error, solve.history, solve.trace, solve.timed_out), orientations)
 
-    def _track(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
-               rotations: list | None, orientations: _Orientations | None, deadline: float
-               ) -> IkResult | None:
-        """
-        Return the answer for a seed already close to its target (tracking), or None.
-
-        The lean path of a single effector on a pinned root: what the full solve does from
-        such a seed (no FABRIK, one closing step with the same damping, limit steering and
-        clamping, no restart) without its bookkeeping (groups, passes, scores, budgets).
-        None when the full solve would do more: the target beyond reach, the seed farther
-        than _track_radius (one step would likely not do), the time budget spent, or the
-        step not lowering the error to the tolerance; the full solve then starts from the
-        same seed.
-        """
-        effector = tree.effectors[0]
-        goal = targets[0]
-        tolerance = self.tolerance
-        if not effector.path or \
-                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance:
-            return None
-        objective, error = _one_effector_fit(start, goal, effector.point, orientations)
-        excess = max(math.sqrt(objective), 1e-15)
-        if excess > self._track_radius:
-            return None
-        history = [math.sqrt(objective)]
-        state = start
-        # Open (_Solve._open; with weight 1 the excess is at least the error).
-        if error > tolerance and excess > STALL * tolerance:
-            if deadline < math.inf and self.clock() >= deadline:
-                return None
-            rows = tree.jacobian(start, False, [0])
-            x, y, z = start.points[effector.point]
-            residual = [goal[0] - x, goal[1] - y, goal[2] - z]
-            if orientations is not None:
-                orientations.extend(start, rows, residual)
-            weights, push = ([], []) if orientations is not None and len(rows) >= len(
-                rows[0]) else self.limits.steering(start.q, rows, residual, True)
-            aim = _pushed(rows, residual, push) if push else residual
-            floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
-            q = self.limits.limited_step(start.q, rows, aim, weights, push,
-                                         max(DAMPING_START * excess ** 2, floor))[0]
-            state = tree.sweep(q, _ORIGIN)
-            new_objective, new_error = _one_effector_fit(state, goal, effector.point,
-                                                         orientations)
-            if new_objective >= objective or new_error > tolerance:
-                return None
-            history.append(math.sqrt(new_objective))
-        return self._result(state, tree, targets, rotations, _Steps(
-            0, len(history) - 1, 0, error, error, history, None, False), orientations)
-
     def _result(self, state: _State, tree: _Tree, targets: list, rotations: list | None,
                 steps: _Steps, orientations: _Orientations | None = None) -> IkResult:
         """
@@ -424,38 +313,5 @@ class IkSolver(_Inputs, _Restarts, _Workspace):
         """
         if state.base == _ORIGIN:   # a free root moved: a seed's state is not this one
             self._last = (tree, state)
-        positions = list(map(state.points.__getitem__, tree.tool_points))
-        if len(positions) == 1:     # one effector: it has the target
-            error = math.dist(targets[0], positions[0])
-            errors = [error]
-        else:
-            errors = [math.dist(goal, position) if goal is not None else math.nan
-                      for goal, position in zip(targets, positions)]
-            error = max([e for e in errors if e == e])  # NaN != NaN: effectors without one
-        reached = error <= self.tolerance
-        angles = [math.nan] * len(positions)
-        orientation_error = math.nan
-        if rotations is not None:   # position-only solves skip the orientation bookkeeping
-            # The errors sought (measured already, most likely of this state) decide reached;
-            # those of effectors in 'position' mode are reported only.
-            found = []
-            if orientations is not None:
-                found = orientations.errors(state)
-                for item, (angle, _, _) in zip(orientations.items, found):
-                    angles[item[0]] = angle
-                    reached = reached and angle <= self.orientation_tolerance
-            if len(found) < len(rotations) - rotations.count(None):
-                for index, (effector, rotation) in enumerate(zip(tree.effectors, rotations)):
-                    if rotation is not None and angles[index] != angles[index]:
-                        tool = _product(state.frames[effector.parent][:9], effector.tool)
-                        angles[index] = _rotation_error(tool, rotation)[0]
-            orientation_error = max([a for a in angles if a == a], default=math.nan)
-        return IkResult(
-            q=np.array(state.q), error=error, errors=np.array(errors),
-            iterations=steps.fabrik_iterations + steps.closing_steps, reached=reached,
-            base_position=np.array(state.base),
-            effector_positions=np.array(positions), fabrik_iterations=steps.fabrik_iterations,
-            closing_steps=steps.closing_steps, restarts=steps.restarts,
-            initial_error=steps.initial_error, fabrik_error=steps.fabrik_error,
-            history=steps.history, trace=steps.trace, timed_out=steps.timed_out,
-            orientation_error=orientation_error, orientation_errors=np.array(angles))
+        return _packaged(state, tree, targets, rotations, steps, orientations,
+                         self.tolerance, self.orientation_tolerance)

@@ -38,6 +38,46 @@ if TYPE_CHECKING:
     from .model import _Tree
 
 
+def _moved(writer: _SweepWriter, h: list[float | str], origin: list[float | str],
+           angle: float | str, prismatic: bool) -> tuple[list[float | str], list[float | str]]:
+    """
+    Return a joint's rotation and origin at `angle` (or slide), from its frame at zero.
+
+    h: the joint's canonical rotation at zero (row-major 9); the angle turns its x and y
+    columns, a slide moves the origin along its z column.
+    """
+    if prismatic:
+        return h, [writer.value([(1.0, origin[r])] + ([(angle, h[3 * r + 2])]
+                                                      if isinstance(angle, float) else
+                                                      [_times(angle, h[3 * r + 2])]))
+                   for r in range(3)]
+    if isinstance(angle, float):
+        cos, sin = math.cos(angle), math.sin(angle)
+        rotated = [[(cos, x), (sin, y)] for x, y in zip(h[0::3], h[1::3])], \
+            [[(cos, y), (-sin, x)] for x, y in zip(h[0::3], h[1::3])]
+    else:
+        cos, sin = writer.assign(f'cos({angle})'), writer.assign(f'sin({angle})')
+        rotated = [[_times(cos, x), _times(sin, y)] for x, y in zip(h[0::3], h[1::3])], \
+            [[_times(cos, y), _times(sin, x, -1.0)] for x, y in zip(h[0::3], h[1::3])]
+    frame = []
+    for x_terms, y_terms, z in zip(*rotated, h[2::3]):
+        frame += [writer.value(x_terms), writer.value(y_terms), z]
+    return frame, origin
+
+
+def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) -> list[str]:
+    """Return the source of the kernels beside plain FK: rows, Hessians, turns (see below)."""
+    lines: list[str] = []
+    for index, effector in enumerate(tree.effectors):
+        lines += _rows_source(tree, index, effector, frames)
+        if not oriented and len(effector.joints) * (len(effector.joints) + 1) // 2 \
+                <= COMPILED_PAIRS:
+            lines += _hessian_source(tree, index, effector, frames)
+        if oriented and index < tree.tools:
+            lines += _turns_source(tree, index, effector, frames)
+    return lines
+
+
 def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
                     ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable],
                                list[Callable], list[Callable]]:
@@ -93,24 +133,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
                                 f'    q{c} = min(max((fitted - {o!r}) / {m!r}, '
                                 f'lower[{c}]), upper[{c}])')
             angle = position(joint)
-        if joint.prismatic:
-            origin = [writer.value([(1.0, origin[r])] + ([(angle, h[3 * r + 2])]
-                                                         if isinstance(angle, float) else
-                                                         [_times(angle, h[3 * r + 2])]))
-                      for r in range(3)]
-            frame = h
-        else:
-            if isinstance(angle, float):
-                cos, sin = math.cos(angle), math.sin(angle)
-                rotated = [[(cos, x), (sin, y)] for x, y in zip(h[0::3], h[1::3])], \
-                    [[(cos, y), (-sin, x)] for x, y in zip(h[0::3], h[1::3])]
-            else:
-                cos, sin = writer.assign(f'cos({angle})'), writer.assign(f'sin({angle})')
-                rotated = [[_times(cos, x), _times(sin, y)] for x, y in zip(h[0::3], h[1::3])], \
-                    [[_times(cos, y), _times(sin, x, -1.0)] for x, y in zip(h[0::3], h[1::3])]
-            frame = []
-            for x_terms, y_terms, z in zip(*rotated, h[2::3]):
-                frame += [writer.value(x_terms), writer.value(y_terms), z]
+        frame, origin = _moved(writer, h, origin, angle, joint.prismatic)
         frames.append(frame + origin)
         points[joint.point] = origin
     for parent, point, offset in tree.effector_links:
@@ -120,13 +143,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
                         f'[{", ".join(map(_source, points))}]')
     oriented = any(tree.markers)  # orientation solves take no Newton steps
     if not fitting:
-        for index, effector in enumerate(tree.effectors):
-            writer.lines += _rows_source(tree, index, effector, frames)
-            if not oriented and len(effector.joints) * (len(effector.joints) + 1) // 2 \
-                    <= COMPILED_PAIRS:
-                writer.lines += _hessian_source(tree, index, effector, frames)
-            if oriented and index < tree.tools:
-                writer.lines += _turns_source(tree, index, effector, frames)
+        writer.lines += _kernel_lines(tree, frames, oriented)
     namespace = {'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2,
                  'remainder': math.remainder, 'inf': math.inf,
                  'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,

@@ -113,3 +113,26 @@ def _finite_point(values: list[float], what: str) -> tuple[float, float, float]:
         raise ValueError(f'{what} is farther than {MAX_COORDINATE_M:g} m from the base: '
                          f'{values}')
     return x, y, z
+
+
+def _checked_settings(tolerance: float, max_iterations: int, root: str, fit: str,
+                      fabrik_gain: float, max_restarts: int,
+                      orientation_tolerance: float) -> None:
+    """Raise ValueError naming the first of IkSolver's settings that is out of its range."""
+    if not (math.isfinite(tolerance) and tolerance > 0.0):
+        raise ValueError(f'tolerance must be a positive number of metres, got {tolerance}')
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) \
+            or max_iterations < 1:
+        raise ValueError(f'max_iterations must be a positive integer, got {max_iterations!r}')
+    if root not in ROOT_MODES:
+        raise ValueError(f'root must be one of {ROOT_MODES}, got {root!r}')
+    if fit not in FIT_MODES:
+        raise ValueError(f'fit must be one of {FIT_MODES}, got {fit!r}')
+    if not 0.0 < fabrik_gain < 1.0:
+        raise ValueError(f'fabrik_gain must be in (0, 1), got {fabrik_gain}')
+    if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) \
+            or max_restarts < 0:
+        raise ValueError(f'max_restarts must be an integer >= 0, got {max_restarts!r}')
+    if not (math.isfinite(orientation_tolerance) and orientation_tolerance > 0.0):
+        raise ValueError('orientation_tolerance must be a positive number of radians, got '
+                         f'{orientation_tolerance}')

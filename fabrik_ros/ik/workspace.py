@@ -20,14 +20,37 @@ from __future__ import annotations
 import math
 from operator import mul
 
+from fabrik_ros.chain import Chain
 import numpy as np
 
 from .attempt import _Solve
 from .linalg import _free_system, _NOT_POSITIVE_DEFINITE, _shifted_solve
-from .rotations import _ORIGIN
+from .rotations import _ORIGIN, _TWO_PI
 from .tuning import (BEYOND_SHELL, DAMPING_MAX, FARTHEST_SAMPLES, FARTHEST_STARTS, FARTHEST_STEPS,
                      MAP_SAMPLES, NEWTON_DAMPING_MIN, NEWTON_DAMPING_START, NEWTON_JOINTS,
                      NEWTON_STALL, RESTART_SEED)
+
+
+def _restart_seeds(chain: Chain, max_restarts: int
+                   ) -> tuple[tuple[np.ndarray, np.ndarray], list[list[float]]]:
+    """
+    Return the box random poses are drawn from, and the restart seeds (max_restarts - 1).
+
+    The box spans each joint's range, at most one turn of it (continuous: -pi to pi). Of
+    the seeds, every other one has each joint at a limit with probability 2/3: targets
+    whose solution has several joints at their limits sit in small basins. The same
+    chain always gets the same seeds (RESTART_SEED).
+    """
+    rng = np.random.default_rng(RESTART_SEED)
+    n = chain.dof
+    low = np.where(np.isfinite(chain.lower), chain.lower,
+                   np.minimum(chain.upper - _TWO_PI, -math.pi))
+    high = np.minimum(chain.upper, low + _TWO_PI)
+    box = (low, np.maximum(low, high))
+    seeds = rng.uniform(*box, size=(max(max_restarts - 1, 0), n))
+    corners = rng.choice(3, size=seeds.shape)
+    seeds[1::2] = np.where(corners == 0, low, np.where(corners == 1, high, seeds))[1::2]
+    return box, seeds.tolist()
 
 
 class _Workspace:
