@@ -256,7 +256,7 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace):
         spent = None    # what a wrist's split solve spent before handing over (_Split)
         if self._split is not None and orientations is not None:
             split, spent = self._split.solve(tree, start, targets, rotations, orientations,
-                                             deadline, trace)
+                                             deadline, trace, self._result)
             if split is not None:
                 return split
         return self._full_solve(tree, tree_fits, all_groups, start, targets, rotations,

@@ -80,11 +80,14 @@ class _Split:
 
     def solve(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
               rotations: list[tuple[float, ...]], orientations: _Orientations,
-              deadline: float, trace: bool) -> tuple[IkResult | None, _Steps | None]:
+              deadline: float, trace: bool, package: Callable[..., IkResult]
+              ) -> tuple[IkResult | None, _Steps | None]:
         """
         Return the answer and None, or None and what the attempt spent (None: nothing).
 
-        The answer logs the seed and itself (history, trace).
+        The answer logs the seed and itself (history, trace). package(state, tree, targets,
+        rotations, steps, orientations): the solver's answer of a final state
+        (IkSolver._result).
         """
         solver = self.solver
         goal, rotation = targets[0], rotations[0]
@@ -102,7 +105,7 @@ class _Split:
         state = tree.sweep(q, _ORIGIN)
         objective = math.dist(goal, state.points[tree.effectors[0].point]) ** 2 \
             + orientations.squares(state)[0]
-        result = solver._result(state, tree, targets, rotations, _Steps(
+        result = package(state, tree, targets, rotations, _Steps(
             *counts, initial, fabrik_error,
             [math.sqrt(distance * distance + turned), math.sqrt(objective)],
             [np.array(start.q), np.array(state.q)] if trace else None, False), orientations)
