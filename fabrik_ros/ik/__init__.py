@@ -47,11 +47,12 @@ local z axis is the joint axis, so a joint rotation is a 2D rotation of two colu
 sweep is compiled per chain to straight-line code with its constants folded.
 The package imports numpy and the standard library only. Units: metres, radians.
 
-Modules, bottom-up (each imports only those above it): tuning (every heuristic's
-constant), rotations, validation, linalg, limits, points, writer, kernels, sweep, model
-(the point model), orientations, result, groups, closing (the closing and Newton steps),
-attempt (one pass of a solve), wrist (closed forms), splits (the wrist splits), restarts,
-workspace, inputs, and solver (IkSolver, the orchestrator).
+Modules, bottom-up (each imports only those before it when it runs): tuning (every
+heuristic's constant), rotations, validation, linalg, limits, points, writer, kernels,
+sweep, layout, model (the point model), passes (FABRIK's tip-to-root pass), orientations,
+objective, result, groups, closing (the closing and Newton steps), attempt (one pass of a
+solve), wrist (closed forms), splits (the wrist splits), tracking, restarts, workspace,
+inputs, and solver (IkSolver, the orchestrator).
 """
 
 from .result import IkResult
