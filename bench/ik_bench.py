@@ -58,13 +58,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import math
 import os
 from pathlib import Path
 import platform
+import re
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from typing import Any, Callable
@@ -337,12 +340,48 @@ def tip_distance(chain: Chain, q: np.ndarray, target: np.ndarray) -> float:
 
 
 def baseline_solver(ref: str) -> type:
-    """Return IkSolver as of git revision `ref` (the solver before a change), same process."""
-    source = subprocess.run(['git', '-C', str(REPO), 'show', f'{ref}:fabrik_ros/ik.py'],
-                            check=True, capture_output=True, text=True).stdout
-    module = types.ModuleType(f'baseline_ik_{ref}')
+    """
+    Return IkSolver as of git revision `ref` (the solver before a change), same process.
+
+    The revision's solver is the package fabrik_ros/ik/ (relative imports inside), loaded
+    from a copy under a name of its own, or the single file fabrik_ros/ik.py, run with that
+    revision's fabrik_ros/wrist.py standing in for the module of that name.
+    """
+    def show(path: str) -> str:
+        return subprocess.run(['git', '-C', str(REPO), 'show', f'{ref}:{path}'], check=True,
+                              capture_output=True, text=True).stdout
+    name = 'baseline_ik_' + re.sub(r'\W', '_', ref)
+    files = subprocess.run(['git', '-C', str(REPO), 'ls-tree', '-r', '--name-only', ref,
+                            'fabrik_ros/ik', 'fabrik_ros/ik.py', 'fabrik_ros/wrist.py'],
+                           check=True, capture_output=True, text=True).stdout.split()
+    if 'fabrik_ros/ik.py' not in files:
+        package = Path(tempfile.mkdtemp(prefix=f'{name}_')) / name
+        package.mkdir()
+        for path in files:
+            (package / Path(path).name).write_text(show(path))
+        spec = importlib.util.spec_from_file_location(
+            name, package / '__init__.py', submodule_search_locations=[str(package)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module.IkSolver
+    module = types.ModuleType(name)
     sys.modules[module.__name__] = module   # dataclasses look their module up
-    exec(compile(source, f'{ref}:fabrik_ros/ik.py', 'exec'), module.__dict__)  # noqa: S102
+    saved = sys.modules.get('fabrik_ros.wrist')
+    if 'fabrik_ros/wrist.py' in files:
+        wrist = types.ModuleType(f'{name}_wrist')
+        sys.modules[wrist.__name__] = wrist
+        source = show('fabrik_ros/wrist.py')
+        exec(compile(source, f'{ref}:fabrik_ros/wrist.py', 'exec'), wrist.__dict__)  # noqa: S102
+        sys.modules['fabrik_ros.wrist'] = wrist
+    try:
+        exec(compile(show('fabrik_ros/ik.py'), f'{ref}:fabrik_ros/ik.py', 'exec'),  # noqa: S102
+             module.__dict__)
+    finally:
+        if saved is None:
+            sys.modules.pop('fabrik_ros.wrist', None)
+        else:
+            sys.modules['fabrik_ros.wrist'] = saved
     return module.IkSolver
 
 

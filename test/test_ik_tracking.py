@@ -24,9 +24,9 @@ solve, which these tests use as the reference.
 
 import math
 
-from fabrik_ros import ik
 from fabrik_ros.chain import quaternion_from_rotation
-from fabrik_ros.ik import IkSolver
+from fabrik_ros.ik import IkResult, IkSolver
+from fabrik_ros.ik import solver as solver_module
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
@@ -37,7 +37,7 @@ RESULT_FIELDS = ('error', 'iterations', 'reached', 'fabrik_iterations', 'closing
                  'restarts', 'initial_error', 'fabrik_error', 'history', 'timed_out')
 
 
-def assert_same_answer(lean: ik.IkResult, full: ik.IkResult) -> None:
+def assert_same_answer(lean: IkResult, full: IkResult) -> None:
     """Assert two results are equal in every field but the trace (bit for bit)."""
     for name in RESULT_FIELDS:
         assert getattr(lean, name) == getattr(full, name), name
@@ -64,13 +64,13 @@ class FullSolves:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        original = ik._Solve
+        original = solver_module._Solve
 
         def counted(*args, **kwargs):
             self.count += 1
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(ik, '_Solve', counted)
+        monkeypatch.setattr(solver_module, '_Solve', counted)
 
 
 class TestAgreesWithTheFullSolve:

@@ -23,8 +23,8 @@ import math
 
 from fabrik_ros.chain import (Chain, Effector, Joint, rotation_about_axis, rotation_from_rpy)
 from fabrik_ros.ik import IkResult, IkSolver
-from fabrik_ros.wrist import (offset_wrist, offset_wrist_angles, split_at_wrist,
-                              wrist_angles, wrist_pointing)
+from fabrik_ros.ik.wrist import (offset_wrist, offset_wrist_angles, split_at_wrist,
+                                 wrist_angles, wrist_pointing)
 from hypothesis import assume, given, settings, strategies as st
 import numpy as np
 import pytest

@@ -1,0 +1,233 @@
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+Closed-form splits of a full pose: a spherical wrist, or an arm of the UR family.
+
+The arm's sub-solver (the joints above the wrist) is handed in by the solver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import math
+from typing import TYPE_CHECKING
+
+from fabrik_ros.chain import Chain
+import numpy as np
+
+from .model import _Tree
+from .orientations import _Orientations
+from .points import _State
+from .result import _Steps, IkResult
+from .rotations import _apply, _IDENTITY, _ORIGIN, _product, _transposed, _turn
+from .tuning import WRIST_BRANCHES, WRIST_RESTARTS
+from .wrist import (offset_wrist, offset_wrist_angles, OffsetWrist, split_at_wrist, wrist_angles,
+                    wrist_pointing)
+
+if TYPE_CHECKING:
+    from .solver import IkSolver
+
+
+class _Split:
+    """
+    A cold pose of an arm whose wrist gives it a closed form, or part of one.
+
+    Subclasses find the joint angles (pose_angles); this answers with them, for cold solves
+    only: a seed within the closing radius (tracking) is left to the closing steps, which
+    move it on continuously where an exact wrist would swing about near its singularity
+    (the wrist straight: only the sum of its outer angles is set there). Where pose_angles
+    finds none, or its answer misses, the whole arm's solve takes over from the seed.
+    """
+
+    def __init__(self, solver: IkSolver) -> None:
+        self.solver = solver
+        self.lower, self.upper = solver.limits.lower, solver.limits.upper
+
+    @staticmethod
+    def of(solver: IkSolver, max_restarts: int,
+           sub_solver: Callable[[Chain, int], IkSolver]) -> _Split | None:
+        """
+        Return the split for the solver's chain and mode, None if it has none.
+
+        sub_solver(arm, max_restarts): a solver of the joints above a wrist with the
+        solver's settings (IkSolver._sub_solver).
+        """
+        return _Wrist.of(solver, max_restarts, sub_solver) or _OffsetWrist.of(solver)
+
+    def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                    rotation: tuple[float, ...], deadline: float
+                    ) -> tuple[list[float] | None, list[int], float]:
+        """
+        Return joint angles for the pose (None if none), what they took and FABRIK's error.
+
+        What they took: [FABRIK iterations, closing steps, restarts]; FABRIK's error: metres
+        after its stage (NaN where there was none).
+        """
+        raise NotImplementedError
+
+    def solve(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
+              rotations: list[tuple[float, ...]], orientations: _Orientations,
+              deadline: float, trace: bool, package: Callable[..., IkResult]
+              ) -> tuple[IkResult | None, _Steps | None]:
+        """
+        Return the answer and None, or None and what the attempt spent (None: nothing).
+
+        The answer logs the seed and itself (history, trace). package(state, tree, targets,
+        rotations, steps, orientations): the solver's answer of a final state
+        (IkSolver._result).
+        """
+        solver = self.solver
+        goal, rotation = targets[0], rotations[0]
+        distance = math.dist(goal, start.points[tree.effectors[0].point])
+        turned = orientations.squares(start)[0]
+        initial = max(distance, math.sqrt(turned))
+        if initial <= solver.closing_radius:
+            return None, None
+        q, counts, fabrik_error = self.pose_angles(tree, start, goal, rotation, deadline)
+        # The whole arm's solve goes on with the iterations left, and its own restarts.
+        spent = _Steps(counts[0], counts[1], 0, 0.0, math.nan, [], [] if trace else None,
+                       solver.clock() >= deadline)
+        if q is None:
+            return None, spent
+        state = tree.sweep(q, _ORIGIN)
+        objective = math.dist(goal, state.points[tree.effectors[0].point]) ** 2 \
+            + orientations.squares(state)[0]
+        result = package(state, tree, targets, rotations, _Steps(
+            *counts, initial, fabrik_error,
+            [math.sqrt(distance * distance + turned), math.sqrt(objective)],
+            [np.array(start.q), np.array(state.q)] if trace else None, False), orientations)
+        return (result, None) if result.reached else (None, spent)
+
+
+class _Wrist(_Split):
+    """
+    A spherical wrist (fabrik_ros.ik.wrist): the pose split at the wrist centre.
+
+    The tool's target pose puts the wrist centre at one point: the arm above the wrist
+    reaches it (a position solve of its own: FABRIK and closing steps on three joints of a
+    six-joint arm), then the wrist turns the tool onto the target orientation in closed
+    form, the solution nearest the seed ('full'), or points the tool axis along the
+    target's with the last wrist joint at its seed ('axis': where the centre lies on the
+    tool axis, which then fixes it). The tool's position error is then the centre's, its
+    orientation error rounding. None where the centre lies beyond the arm's reach or is not
+    reached within WRIST_RESTARTS restarts, or the wrist's limits allow neither solution on
+    the arm's branches tried (the attempts take at most half of max_iterations).
+    """
+
+    def __init__(self, solver: IkSolver, arm: IkSolver, centre: tuple[float, float, float],
+                 axes: list[tuple[float, float, float]], zero: tuple[float, ...]) -> None:
+        super().__init__(solver)
+        self.arm = arm              # the joints above the wrist, tipped at its centre
+        self.centre = centre        # metres, the wrist centre in the tool frame
+        self.axes = axes            # the wrist's axes in the canonical frame of the joint
+        #                             above it, wrist at zero
+        self.zero = zero            # the tool frame in that frame, wrist at zero
+        # A pointed tool ('axis'): its axis in the tool frame and in that frame.
+        self.tool_axis = solver.tool_axes[0] if solver.orientation_modes[0] == 'axis' \
+            else None
+        self.along = _apply(zero, self.tool_axis) if self.tool_axis else None
+        self.k = arm.chain.dof      # the wrist's first joint
+        self.branches = arm._restart_seeds[:WRIST_BRANCHES]  # seeds of other arm branches
+        effector = arm._tree.effectors[0]
+        # The arm's fixed point and its reach: a centre farther away is out of reach.
+        self.anchor, self.reach = arm._tree.neutral.points[effector.anchor], effector.reach
+
+    @classmethod
+    def of(cls, solver: IkSolver, max_restarts: int,
+           sub_solver: Callable[[Chain, int], IkSolver]) -> _Wrist | None:
+        """Return the split for the solver's chain, None if it has no such wrist."""
+        split = split_at_wrist(solver.chain, solver.tolerance,
+                               solver.tool_axes[0] if solver.orientation_modes[0] == 'axis'
+                               else None)
+        if split is None:
+            return None
+        arm = sub_solver(split.arm, min(max_restarts, WRIST_RESTARTS))
+        # A joint's canonical frame is its parent's times its rotation at zero, turned about
+        # its z axis; the product of the wrist's rotations at zero carries its axes.
+        frame, axes = _IDENTITY, []
+        for joint in solver._tree.joints[arm.chain.dof:]:
+            frame = _product(frame, joint.rotation)
+            axes.append((frame[2], frame[5], frame[8]))
+        return cls(solver, arm, split.centre, axes,
+                   _product(frame, solver._tree.effectors[0].tool))
+
+    def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                    rotation: tuple[float, ...], deadline: float
+                    ) -> tuple[list[float] | None, list[int], float]:
+        """Return the arm's angles to the centre and the wrist's; see _Split.pose_angles."""
+        solver, k = self.solver, self.k
+        counts = [0, 0, 0]
+        # The centre lies on the tool axis when pointing, where any roll puts it alike.
+        x, y, z = _apply(rotation, self.centre)
+        centre = goal[0] + x, goal[1] + y, goal[2] + z
+        if math.dist(centre, self.anchor) > self.reach + solver.tolerance:
+            return None, counts, math.nan
+        if self.tool_axis is None:
+            turn = _turn(rotation, self.zero)
+        else:
+            toward = _apply(rotation, self.tool_axis)
+        lower, upper = self.lower[k:], self.upper[k:]
+        # From the seed's branch, then from others where the wrist's limits rule it out.
+        for attempt, seed in enumerate([start.q[:k]] + self.branches):
+            # At most half the iterations, so that the whole arm's solve keeps the rest.
+            self.arm.max_iterations = solver.max_iterations // 2 - counts[0] - counts[1]
+            budget = None
+            if deadline < math.inf:
+                budget = deadline - solver.clock()
+            if self.arm.max_iterations < 1 or budget is not None and budget <= 0.0:
+                break
+            arm = self.arm.solve(centre, seed, timeout=budget)
+            counts = [counts[0] + arm.fabrik_iterations, counts[1] + arm.closing_steps,
+                      counts[2] + arm.restarts + (attempt > 0)]
+            if not arm.reached:
+                break
+            q = arm.q.tolist()
+            above = _transposed(tree.sweep(q + start.q[k:], _ORIGIN).frames[k - 1])
+            #       (the frame of the joint above the wrist, which the wrist leaves put)
+            angles = wrist_angles(self.axes, _product(above, turn), start.q[k:], lower,
+                                  upper) if self.tool_axis is None else wrist_pointing(
+                self.axes, self.along, _apply(above, toward), start.q[k:], lower, upper)
+            if angles is not None:
+                return q + angles, counts, arm.fabrik_error
+        return None, counts, math.nan
+
+
+class _OffsetWrist(_Split):
+    """
+    An arm of the UR family (fabrik_ros.ik.wrist.offset_wrist): full poses in closed form.
+
+    Its eight solutions (shoulder, wrist and elbow either way) are exact; the one nearest
+    the seed within the limits is the answer, None where there is none (out of reach, or
+    the sixth axis along the parallel ones: a singularity).
+    """
+
+    def __init__(self, solver: IkSolver, arm: OffsetWrist) -> None:
+        super().__init__(solver)
+        self.arm = arm
+
+    @classmethod
+    def of(cls, solver: IkSolver) -> _OffsetWrist | None:
+        """Return the closed form for the solver's chain, None if it is not such an arm."""
+        arm = offset_wrist(solver.chain, solver.tolerance) \
+            if solver.orientation_modes[0] == 'full' else None
+        return cls(solver, arm) if arm is not None else None
+
+    def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                    rotation: tuple[float, ...], deadline: float
+                    ) -> tuple[list[float] | None, list[int], float]:
+        """Return the closed form's angles; see _Split.pose_angles."""
+        return (offset_wrist_angles(self.arm, goal, rotation, start.q, self.lower, self.upper),
+                [0, 0, 0], math.nan)
