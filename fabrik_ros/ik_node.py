@@ -43,8 +43,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMITS_PREFIX,
                                package_share_dir)
-from fabrik_ros.controller import (IkController, SETTING_NAMES, Settings, Status, Target,
-                                   Update, WEIGHTS_PREFIX)
+from fabrik_ros.controller import IkController, Status, Target, Update
+from fabrik_ros.settings import SETTING_NAMES, Settings, WEIGHTS_PREFIX
 from fabrik_ros.ik_parameters import (chain_declarations, chain_dependent, check_start,
                                       check_update, COMMAND_JOINTS_DESCRIPTOR,
                                       declare_node_parameters, NODE_PARAMETERS,

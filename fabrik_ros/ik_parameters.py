@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import CHAIN_PARAMETERS, LIMIT_FIELDS, LIMITS_PREFIX
-from fabrik_ros.controller import model_limits, SETTING_NAMES, WEIGHTS_PREFIX
+from fabrik_ros.settings import model_limits, SETTING_NAMES, WEIGHTS_PREFIX
 from fabrik_ros.ik import ROOT_MODES
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
