@@ -60,6 +60,7 @@ import numpy as np
 
 __all__ = ['Command', 'IkController', 'Settings', 'Status', 'Target', 'Update']
 
+
 @dataclass(frozen=True)
 class Target:
     """One effector's target in the base frame."""
@@ -554,4 +555,3 @@ class IkController:
         if self._disabling and not np.any(stream.velocity):
             self.enabled = self._disabling = False  # at rest: from now on, silence
         return command
-

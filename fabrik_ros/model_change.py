@@ -67,3 +67,22 @@ def carried_state(old_names: Sequence[str], new_names: Sequence[str],
     index = {name: i for i, name in enumerate(old_names)}
     return np.array([old_values[index[name]] if name in index else fill[k]
                      for k, name in enumerate(new_names)], dtype=float)
+
+
+# A robot_description longer than this, or with more <joint elements, is refused before it
+# is parsed: parsing 100,000 joints (20 MB) takes seconds. chain.MAX_JOINTS caps the
+# movable joints of a chain; a description also holds fixed joints and other branches.
+MAX_DESCRIPTION_CHARACTERS = 10_000_000
+MAX_DESCRIPTION_JOINTS = 20_000
+
+
+def description_size_problem(urdf: str) -> str:
+    """Return why a URDF is too big to parse ('' if it is not): cheap, before parsing."""
+    if len(urdf) > MAX_DESCRIPTION_CHARACTERS:
+        return (f'{len(urdf)} characters, more than the {MAX_DESCRIPTION_CHARACTERS:,} a '
+                'robot_description may have')
+    joints = urdf.count('<joint')
+    if joints > MAX_DESCRIPTION_JOINTS:
+        return (f'{joints} joints, more than the {MAX_DESCRIPTION_JOINTS:,} a '
+                'robot_description may have')
+    return ''

@@ -38,6 +38,7 @@ from fabrik_ros.outputs import TFMessage
 from fabrik_ros.sim_arm import SimArm
 import numpy as np
 import pytest
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from std_msgs.msg import Header, String
 
@@ -69,6 +70,16 @@ def limits(node: IkNode) -> dict[str, float]:
             in node.get_parameters_by_prefix('joint_limits').items()}
 
 
+def describe(node: IkNode, urdf: str) -> None:
+    """Publish a robot_description to the node and wait until it is parsed and adopted."""
+    node._on_description(String(data=urdf))
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    while node._loader.busy:
+        executor.spin_once(timeout_sec=0.1)
+    executor.remove_node(node)
+
+
 def other_robot() -> str:
     """Return the URDF of another robot with the same base and tip links."""
     return Chain.from_parameters(3, [0.2], base_link='base_link', tip_link='tool0',
@@ -78,14 +89,14 @@ def other_robot() -> str:
 def test_a_new_robot_description_rebuilds_the_chain_and_its_limits(make_node):
     """Bug 3: the first model's limits were fed back as overrides of the second."""
     node = make_node(**ARM_TOPIC)
-    node._on_description(String(data=ARM_URDF))
+    describe(node, ARM_URDF)
     assert node._model.joint_names[0] == 'base_yaw'
     widened = ARM_URDF.replace('lower="-2.967" upper="2.967"', 'lower="-3.0" upper="3.0"')
     assert widened != ARM_URDF
-    node._on_description(String(data=widened))
+    describe(node, widened)
     assert limits(node)['base_yaw.max_position'] == 3.0
     other = other_robot()
-    node._on_description(String(data=other))
+    describe(node, other)
     assert node._model.joint_names == Chain.from_urdf(other, 'base_link', 'tool0').joint_names
     assert not any(name.startswith('base_yaw') for name in limits(node))
     assert node.get_parameter('command_joints').value == node._model.joint_names
@@ -93,12 +104,12 @@ def test_a_new_robot_description_rebuilds_the_chain_and_its_limits(make_node):
 
 def test_limits_the_user_set_survive_a_new_description_and_must_fit_it(make_node):
     node = make_node(**ARM_TOPIC, **{'joint_limits.base_yaw.max_position': 1.0})
-    node._on_description(String(data=ARM_URDF))
+    describe(node, ARM_URDF)
     widened = ARM_URDF.replace('lower="-2.967" upper="2.967"', 'lower="-3.0" upper="3.0"')
-    node._on_description(String(data=widened))
+    describe(node, widened)
     assert limits(node)['base_yaw.max_position'] == 1.0
     assert limits(node)['base_yaw.min_position'] == -3.0
-    node._on_description(String(data=other_robot()))  # refused: base_yaw is not in it
+    describe(node, other_robot())  # refused: base_yaw is not in it
     assert node._model.joint_names[0] == 'base_yaw'
 
 
