@@ -714,3 +714,20 @@ def test_solver_settings_reach_the_solver():
     assert solver.timeout == 0.004 and solver.root == 'free'
     assert solver.effector_weights == {'foot0': 3.0}
     assert make_settings(model).solver().timeout is None
+
+
+def test_diagnostics_report_no_reach_for_a_forgotten_target():
+    """After a hold or a feedback gap no target is in force: nothing is reached."""
+    model = serial_arm()
+    controller = streaming(model, feedback=True)
+    controller.on_feedback(model.joint_names, model.neutral().tolist(), 0.0)
+    controller.on_target(0, Target(model.tip_position(model.neutral() + 0.1)), 0.0)
+    assert controller.status(0.1, 1.0).values['reached'] is True
+    controller.hold(0.1)
+    values = controller.status(0.2, 1.0).values
+    assert values['reached'] is False and 'error_m' not in values
+    controller.on_target(0, Target(model.tip_position(model.neutral() + 0.1)), 0.2)
+    controller.tick(2.0)  # feedback gap: forgotten
+    controller.on_feedback(model.joint_names, (model.neutral() + 0.5).tolist(), 2.1)
+    values = controller.status(2.2, 1.0).values
+    assert values['reached'] is False and 'error_m' not in values

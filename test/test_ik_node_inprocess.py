@@ -308,3 +308,68 @@ def test_a_command_and_the_body_pose_it_moves_with_share_one_stamp(make_node):
     node._on_window()
     assert len(commands) == len(poses) == 1
     assert commands[0] == (poses[0].header.stamp.sec, poses[0].header.stamp.nanosec)
+
+
+@pytest.mark.parametrize('files, complaint', [
+    ([b'\xff\xfe/**: {}'], 'is not UTF-8 text'),
+    ([b'- a\n- b\n'], 'must map node names to ros__parameters'),
+    ([b'/**:\n  tolerance: 0.01\n'], 'must map node names to ros__parameters'),
+    ([b'/**:\n  ros__parameters:\n    max_iterations: 99999999999999999999\n'],
+     'does not fit int64'),
+    ([b'/**:\n  ros__parameters:\n    max_joint_step: 0.05\n',
+      b'/**:\n  ros__parameters:\n    max_joint_step: "0.01"\n'],
+     'max_joint_step is a string'),
+])
+def test_a_params_file_rcl_would_misread_is_one_line_naming_it(tmp_path, capfd, files,
+                                                               complaint):
+    args = ['ik_node', '--ros-args']
+    for index, content in enumerate(files):
+        path = tmp_path / f'params{index}.yaml'
+        path.write_bytes(content)
+        args += ['--params-file', str(path)]
+    with pytest.raises(SystemExit):
+        run_node(IkNode, 'ik_node', args)
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and complaint in lines[0] and str(path) in lines[0]
+
+
+def test_a_refused_start_up_value_is_one_line_without_a_traceback(tmp_path, capfd):
+    path = tmp_path / 'params.yaml'
+    path.write_text('/**:\n  ros__parameters:\n    robot_description_file: urdf/arm.urdf\n'
+                    '    feedback_timeout: 1\n')
+    with pytest.raises(SystemExit):
+        run_node(IkNode, 'ik_node', ['ik_node', '--ros-args', '--params-file', str(path)])
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and 'feedback_timeout' in lines[0]
+
+
+@pytest.mark.parametrize('name, value, reason', [
+    ('joint_limits.elbow.max_position', 1.0, "unknown joint 'elbow'"),
+    ('max_joint_step', -1.0, 'max_joint_step must be positive (or .inf for no limit)'),
+    ('max_joint_step', 1, 'max_joint_step must be a floating-point number'),
+    ('joint_limits.base_yaw.max_acceleration', 1.7e308, 'at most 10000 rad/s^2'),
+])
+def test_runtime_refusals_name_the_parameter_and_why(make_node, name, value, reason):
+    node = make_node(**ARM_FILE)
+    result = node.set_parameters_atomically([Parameter(name, value=value)])
+    assert not result.successful and reason in result.reason
+
+
+def test_the_same_robot_published_again_changes_nothing(make_node):
+    node = make_node(**ARM_TOPIC)
+    describe(node, ARM_URDF)
+    controller = node._controller
+    model = node._model
+    controller.on_target(0, Target(model.tip_position(model.neutral() + 0.3)), 0.0)
+    goal = controller.stream.goal
+    describe(node, ARM_URDF.replace('<robot', '<!-- again -->\n<robot', 1))
+    assert node._controller is controller and controller.stream.goal is goal
+    assert any(controller.targets)
+
+
+def test_a_huge_description_is_refused_before_it_is_parsed(make_node, monkeypatch):
+    node = make_node(**ARM_TOPIC)
+    describe(node, ARM_URDF)
+    monkeypatch.setattr(Chain, 'from_urdf', lambda *args: pytest.fail('parsed'))
+    describe(node, ARM_URDF + '<joint/>' * 25_000)
+    assert node._model.joint_names[0] == 'base_yaw'
