@@ -19,10 +19,20 @@ Joint orders for controllers that take bare arrays, measured positions out of a
 JointState that may carry other joints, and where a moving command can stop.
 """
 
+from __future__ import annotations
+
+from collections import Counter
 from collections.abc import Sequence
 
 from fabrik_ros.motion import limit_step, MotionLimits, time_to_reach
 import numpy as np
+
+# radians (metres): a measured position beyond it is absurd, not a pose (1e305 overflows
+# the braking arithmetic); a continuous joint gets there after 160,000 turns.
+MAX_MEASURED_POSITION = 1e6
+# A tick this many command periods late: the last command was held meanwhile, so the arm
+# is at rest there (forward_command) or arrived (joint_trajectory) and restarts from rest.
+STALLED_PERIODS = 10
 
 
 def joint_order(names: Sequence[str], wanted: Sequence[str]) -> np.ndarray:
@@ -52,12 +62,18 @@ def measured_positions(names: Sequence[str], positions: Sequence[float],
     if len(names) != len(positions):
         raise ValueError(f'{len(names)} names but {len(positions)} positions')
     index = {name: i for i, name in enumerate(names)}
+    if len(index) != len(names):
+        repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+        raise ValueError(f'joints {repeated} are listed more than once')
     missing = [joint for joint in joints if joint not in index]
     if missing:
         raise ValueError(f'joints {missing} are not measured')
     measured = np.array([positions[index[joint]] for joint in joints], dtype=float)
-    if not np.all(np.isfinite(measured)):
-        raise ValueError(f'measured positions {measured.tolist()} are not finite')
+    absurd = ~(np.abs(measured) <= MAX_MEASURED_POSITION)  # NaN and inf too
+    if absurd.any():
+        bad = {joint: float(value) for joint, value, no in zip(joints, measured, absurd) if no}
+        raise ValueError(f'measured positions {bad} are not finite or beyond '
+                         f'±{MAX_MEASURED_POSITION:g}')
     return measured
 
 
@@ -122,6 +138,34 @@ class CommandStream:
         if self.goal is not None:
             self.goal = np.clip(self.goal, limits.lower, limits.upper)
 
+    @classmethod
+    def resumed(cls, before: MotionLimits, limits: MotionLimits, dt: float | None,
+                position: np.ndarray, velocity: np.ndarray, reason: str) -> CommandStream:
+        """
+        Return a stream at `position` moving at `velocity` under `before`, holding.
+
+        It brakes to a stop, heading into `limits` as after set_limits: a stream carried
+        over to another joint list (a new model) without a jump.
+        """
+        stream = cls(before, dt)
+        stream.position = np.asarray(position, dtype=float).copy()
+        stream.velocity = np.asarray(velocity, dtype=float).copy()
+        stream.hold_reason = reason
+        stream.set_limits(limits)
+        return stream
+
+    @property
+    def at_rest(self) -> bool:
+        """Tell whether the command stands still and stays (no goal elsewhere)."""
+        return self.position is None or (not np.any(self.velocity) and (
+            self.goal is None or np.array_equal(self.goal, self.position)))
+
+    def stalled(self) -> None:
+        """Take the last command as reached and at rest: it was held for many periods."""
+        self.velocity = np.zeros(self.limits.size)
+        if self.position is not None and self.goal is None:
+            self._stop = self.position.copy()
+
     def start(self, position: np.ndarray) -> None:
         """(Re)start at rest at `position` (e.g. measured), holding it, with no goal."""
         self.position = np.clip(np.asarray(position, dtype=float), self.limits.lower,
@@ -162,6 +206,10 @@ class CommandStream:
             self.position, self.velocity = limit_step(self.position, self.velocity, target,
                                                       self.dt, limits)
         return self.position
+
+    def limits_in_force(self) -> MotionLimits:
+        """Return the limits the next step moves under (see set_limits)."""
+        return self.limits if self._acceleration is None else self._limits_in_force()
 
     def _limits_in_force(self) -> MotionLimits:
         """

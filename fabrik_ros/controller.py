@@ -43,25 +43,22 @@ goes (published as TF), not a command to hardware.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 import math
 import time
 
-from fabrik_ros.chain import Chain, rotation_from_quaternion
-from fabrik_ros.command import CommandStream, joint_order, measured_positions
-from fabrik_ros.config import LIMIT_FIELDS, LIMITS_PREFIX, with_limit_overrides
-from fabrik_ros.ik import IkResult, IkSolver, ORIENTATION_MODES, ROOT_MODES
+from fabrik_ros.chain import rotation_from_quaternion
+from fabrik_ros.command import (CommandStream, joint_order, measured_positions,
+                                STALLED_PERIODS)
+from fabrik_ros.controller_status import angle_text, SolveStats, Status, status_of
+from fabrik_ros.ik import IkResult, IkSolver
+from fabrik_ros.model_change import carried_state, same_kinematics, same_model
 from fabrik_ros.motion import MotionLimits
+from fabrik_ros.settings import Settings
 import numpy as np
 
-# Names of the parameters Settings are made from (the node declares them).
-SETTING_NAMES = ('tolerance', 'max_iterations', 'max_restarts', 'max_joint_step',
-                 'target_timeout', 'feedback_timeout', 'target_window',
-                 'default_max_velocity', 'default_max_acceleration', 'root', 'solve_timeout',
-                 'max_body_velocity', 'orientation_mode', 'orientation_tolerance', 'tool_axis')
-# effector_weights.<effector>: the effector's weight in conflicts (0: the solver's default).
-WEIGHTS_PREFIX = 'effector_weights.'
+__all__ = ['Command', 'IkController', 'Settings', 'Status', 'Target', 'Update']
 
 
 @dataclass(frozen=True)
@@ -70,120 +67,6 @@ class Target:
 
     position: np.ndarray  # (3,) metres
     orientation: np.ndarray | None = None  # (4,) unit quaternion x, y, z, w; None: position
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What solves and commands are made from; replaced whole when a parameter changes."""
-
-    chain: Chain  # the model with the joint limit overrides applied
-    motion: MotionLimits
-    tolerance: float = 1e-4  # metres
-    max_iterations: int = 100
-    max_restarts: int = 24
-    target_timeout: float = 0.0  # seconds, 0: never
-    feedback_timeout: float = 0.5  # seconds
-    target_window: float = 0.0  # seconds, trees only
-    root: str = 'pinned'  # or 'free': the base slides toward the targets (see the module)
-    solve_timeout: float = 0.0  # seconds per solve, 0: none
-    max_body_velocity: float = 0.5  # m/s of the free body's pose
-    # effector name -> weight > 0; effectors not named get the solver's defaults
-    effector_weights: Mapping[str, float] = field(default_factory=dict)
-    orientation_mode: str = 'full'  # what a target orientation fixes: full, axis, position
-    orientation_tolerance: float = 1e-3  # radians
-    tool_axis: tuple[float, float, float] = (0.0, 0.0, 1.0)  # tool frame, unit ('axis' mode)
-
-    @classmethod
-    def from_parameters(cls, model: Chain, values: Mapping[str, object]) -> Settings:
-        """
-        Return the settings of the flat node parameters `values` for the chain `model`.
-
-        `values` holds SETTING_NAMES, any joint_limits.<joint>.<field> overrides
-        (position and velocity may only narrow the model) and effector_weights.<effector>
-        (0: the solver's default). ValueError names what is unusable: an unknown joint,
-        field or effector, a widening, a bad acceleration, weight, root or timeout, an
-        unknown orientation mode, a tool axis that is no direction.
-        """
-        limits = {name: value for name, value in values.items()
-                  if name.startswith(LIMITS_PREFIX)}
-        chain = with_limit_overrides(model, limits)
-        velocity = np.where(np.isfinite(chain.max_velocity), chain.max_velocity,
-                            values['default_max_velocity'])
-        acceleration = np.array([
-            float(limits.get(f'{LIMITS_PREFIX}{joint}.max_acceleration',
-                             values['default_max_acceleration']))
-            for joint in chain.joint_names])
-        for joint, number in zip(chain.joint_names, acceleration):
-            if not 0.0 < number < math.inf:  # inf would switch the acceleration limit off
-                raise ValueError(f'{LIMITS_PREFIX}{joint}.max_acceleration must be a finite '
-                                 f'positive number, rad/s^2, got {number}')
-        if values['root'] not in ROOT_MODES:
-            raise ValueError(f"root must be one of {list(ROOT_MODES)}, got {values['root']!r}")
-        for name in ('solve_timeout', 'max_body_velocity'):
-            if not 0.0 <= values[name] < math.inf:
-                raise ValueError(f'{name} must be a finite number >= 0, got {values[name]}')
-        mode = values['orientation_mode']
-        if mode not in ORIENTATION_MODES:
-            raise ValueError(f'orientation_mode must be one of {", ".join(ORIENTATION_MODES)}, '
-                             f'got {mode!r}')
-        axis = np.asarray(values['tool_axis'], dtype=float)
-        norm = float(np.linalg.norm(axis)) if axis.shape == (3,) else math.nan
-        if not 1e-9 < norm < math.inf:
-            raise ValueError('tool_axis must be a direction [x, y, z] in the tool frame, '
-                             f'got {list(values["tool_axis"])}')
-        return cls(chain=chain,
-                   motion=MotionLimits.create(chain.lower, chain.upper, velocity,
-                                              acceleration, values['max_joint_step']),
-                   tolerance=float(values['tolerance']),
-                   max_iterations=int(values['max_iterations']),
-                   max_restarts=int(values['max_restarts']),
-                   target_timeout=float(values['target_timeout']),
-                   feedback_timeout=float(values['feedback_timeout']),
-                   target_window=float(values['target_window']),
-                   root=values['root'], solve_timeout=float(values['solve_timeout']),
-                   max_body_velocity=float(values['max_body_velocity']),
-                   effector_weights=effector_weights(chain, values),
-                   orientation_mode=mode,
-                   orientation_tolerance=float(values['orientation_tolerance']),
-                   tool_axis=tuple((axis / norm).tolist()))
-
-    def solver(self, **overrides: object) -> IkSolver:
-        """Return a solver for these settings (solve_timeout 0: no time budget), but overrides."""
-        return IkSolver(self.chain, **{
-            'tolerance': self.tolerance, 'max_iterations': self.max_iterations,
-            'max_restarts': self.max_restarts, 'root': self.root,
-            'timeout': self.solve_timeout or None, 'effector_weights': self.effector_weights,
-            'orientation_mode': self.orientation_mode,
-            'orientation_tolerance': self.orientation_tolerance, 'tool_axis': self.tool_axis,
-            **overrides})
-
-
-def effector_weights(chain: Chain, values: Mapping[str, object]) -> dict[str, float]:
-    """Return the effector_weights.<effector> of `values` set above 0; ValueError if bad."""
-    weights = {}
-    for key, weight in values.items():
-        if not key.startswith(WEIGHTS_PREFIX):
-            continue
-        name = key[len(WEIGHTS_PREFIX):]
-        if name not in chain.effector_names:
-            raise ValueError(f'{key}: unknown effector; the chain has {chain.effector_names}')
-        if not 0.0 <= weight < math.inf:
-            raise ValueError(f'{key} must be a finite number >= 0 (0: the default), got '
-                             f'{weight}')
-        if weight > 0.0:
-            weights[name] = float(weight)
-    return weights
-
-
-def model_limits(model: Chain, default_max_velocity: float,
-                 default_max_acceleration: float) -> dict[str, float]:
-    """Return every joint_limits.<joint>.<field> of the model before any override."""
-    columns = {'min_position': model.lower, 'max_position': model.upper,
-               'max_velocity': np.where(np.isfinite(model.max_velocity), model.max_velocity,
-                                        default_max_velocity),
-               'max_acceleration': np.full(model.dof, default_max_acceleration)}
-    return {f'{LIMITS_PREFIX}{joint}.{name}': float(columns[name][index])
-            for index, joint in enumerate(model.joint_names) for name in LIMIT_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -202,15 +85,6 @@ class Update:
     command: Command | None = None
     refusal: tuple[str, str] | None = None  # (kind, reason) of a refused input
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (kind, text)
-
-
-@dataclass(frozen=True)
-class Status:
-    """The controller's state for diagnostics."""
-
-    level: str  # 'OK' or 'WARN'
-    message: str
-    values: dict[str, object]
 
 
 class IkController:
@@ -239,6 +113,8 @@ class IkController:
         self._target_time = -math.inf  # of the newest target
         self._window_start: float | None = None  # first unsolved target of a window
         self.measured: np.ndarray | None = None  # radians
+        self._feedback: tuple[Sequence[str], Sequence[float]] | None = None  # last taken
+        self._tick_time = now
         self._measured_time = -math.inf
         self.result: IkResult | None = None
         self.solved_targets: np.ndarray | None = None  # (m, 3) of the last solve, NaN: none
@@ -247,10 +123,7 @@ class IkController:
         # A free body's last solved targets and orientations, which its joints keep while it
         # slides (_follow_body); None once they are forgotten.
         self._solved: tuple[np.ndarray, np.ndarray | None] | None = None
-        self.solves = 0
-        self._window_solves = 0  # since the last status()
-        self._solve_seconds = 0.0  # of the last solve
-        self._window_max_seconds = 0.0
+        self.stats = SolveStats()
         self.refused = 0
         self.last_refusal = ''
         # The free root's position in the odometry frame, metres (zero while pinned): where
@@ -264,13 +137,84 @@ class IkController:
     # ---- settings -------------------------------------------------------------------
 
     def configure(self, settings: Settings, command_joints: Sequence[str] = ()) -> None:
-        """Use new settings (same model); limits take force as CommandStream says."""
+        """
+        Use new settings (same model); limits take force as CommandStream says.
+
+        ValueError for a joint order that is no order of the chain's joints, or that changes
+        while the command moves: each slot of an array command drives one joint, so a new
+        order waits until the arm is at rest (~/hold).
+        """
         chain = settings.chain
-        self.command_order = joint_order(chain.joint_names,
-                                         list(command_joints) or chain.joint_names)
+        order = joint_order(chain.joint_names, list(command_joints) or chain.joint_names)
+        if not np.array_equal(order, self.command_order) and not self.stream.at_rest:
+            raise ValueError('command_joints cannot change while the arm moves (each slot of '
+                             '~/commands drives one joint): call ~/hold, then set it at rest')
+        self.command_order = order
         self.settings = settings
         self._solver = self._pinned = None
         self.stream.set_limits(settings.motion)
+
+    def change_model(self, settings: Settings, now: float,
+                     command_joints: Sequence[str] = ()) -> Update:
+        """
+        Take a new model (robot_description published again) without a jump.
+
+        The same robot (same kinematics and limits) changes nothing. The same kinematics
+        with other limits is a limit change (configure): the targets stay. Otherwise
+        every target is forgotten and the command brakes to a stop from where it is: each
+        joint of both models keeps its command and speed, within the old limits until the
+        new ones hold; a new joint starts at rest where it is measured (open loop: the
+        neutral pose). Closed loop, without a measurement of every new joint the stream
+        waits for one (as at start-up). ValueError (nothing changes) for a bad joint order.
+        """
+        old, chain = self.settings.chain, settings.chain
+        order = joint_order(chain.joint_names, list(command_joints) or chain.joint_names)
+        if same_model(old, chain) and np.array_equal(order, self.command_order):
+            return Update()
+        if same_kinematics(old, chain):
+            self.configure(settings, command_joints)
+            return Update()
+        self._forget()
+        self.targets = [None] * len(chain.effectors)
+        self.command_order, self.settings = order, settings
+        self._solver = self._pinned = None
+        self.measured = self._measured_of(chain.joint_names)
+        if self.measured is None:
+            self._measured_time = -math.inf
+        self.stream = self._carried_stream(old.joint_names, settings)
+        return Update(warnings=[('model', 'new robot model: targets forgotten, braking to a '
+                                 'stop')])
+
+    def _carried_stream(self, old_names: Sequence[str], settings: Settings) -> CommandStream:
+        """Return the command stream of the new joints, carried over from the current one."""
+        names, motion, stream = settings.chain.joint_names, settings.motion, self.stream
+        dt = stream.dt
+        if stream.position is None or (self.feedback and self.measured is None):
+            fresh = CommandStream(motion, dt)
+            if not self.feedback:
+                fresh.start(settings.chain.neutral())
+            return fresh
+        start = self.measured if self.feedback else np.clip(
+            settings.chain.neutral(), motion.lower, motion.upper)
+        before = stream.limits_in_force()
+        vectors = {name: carried_state(old_names, names, getattr(before, name),
+                                       getattr(motion, name))
+                   for name in ('lower', 'upper', 'max_velocity', 'max_acceleration',
+                                'max_step')}
+        return CommandStream.resumed(
+            MotionLimits(**vectors), motion, dt,
+            carried_state(old_names, names, stream.position, start),
+            carried_state(old_names, names, stream.velocity, np.zeros(len(names))),
+            'new robot model')
+
+    def _measured_of(self, joints: Sequence[str]) -> np.ndarray | None:
+        """Return the last measurement of `joints` if it has them all, else None."""
+        if self._feedback is None:
+            return None
+        try:
+            return measured_positions(*self._feedback, joints)
+        except ValueError:
+            return None
 
     # ---- events -----------------------------------------------------------------------
 
@@ -314,18 +258,27 @@ class IkController:
         return update if update is not None else self._solve(now)
 
     def on_feedback(self, names: Sequence[str], positions: Sequence[float],
-                    now: float) -> Update:
+                    now: float, age: float | None = None) -> Update:
         """
         Take a measured joint state; after a gap (or at first) restart where it is.
 
         The command restarts at rest at the measured pose, every target forgotten: the arm
-        may have been moved while nothing was measured.
+        may have been moved while nothing was measured. `age`: seconds since the state's
+        stamp (None: unstamped, counts as new); one stamped further than feedback_timeout
+        in the past or the future is ignored, as are repeated joints and positions that are
+        not finite or absurd (command.MAX_MEASURED_POSITION).
         """
+        timeout = self.settings.feedback_timeout
         try:
+            if age is not None and not abs(age) <= timeout:
+                raise ValueError(f'stamped {abs(age):.3f} s in the '
+                                 f'{"past" if age > 0 else "future"}, beyond feedback_timeout '
+                                 f'{timeout} s (clocks out of sync?)')
             measured = measured_positions(names, positions, self.settings.chain.joint_names)
         except ValueError as error:
             return Update(warnings=[('feedback', f'feedback ignored: {error}')])
-        gap = self._feedback_stale(now)
+        gap = self.feedback_stale(now)
+        self._feedback = (names, positions)
         self.measured = measured
         self._measured_time = now
         if gap:
@@ -338,15 +291,19 @@ class IkController:
         update = Update() if self.stream.position is None else self._watchdogs(now) or Update()
         if self._move_body(now) and self._solved is not None:
             self._follow_body()
-        if self.stream.position is not None:
+        stream = self.stream
+        if stream.position is not None:
+            if stream.dt is not None and now - self._tick_time > STALLED_PERIODS * stream.dt:
+                stream.stalled()  # the arm stood at the last command meanwhile
             update.command = self._step()
+        self._tick_time = now
         return update
 
     def _watchdogs(self, now: float) -> Update | None:
         """Hold, every target forgotten, on stale feedback or a stale target; else None."""
         timeout = self.settings.target_timeout
-        if self._feedback_stale(now):
-            return self._forget_and_hold(f'no fresh feedback ({self._feedback_age(now)})')
+        if self.feedback_stale(now):
+            return self._forget_and_hold(f'no fresh feedback ({self.feedback_age(now)})')
         if (timeout > 0.0 and now - self._target_time > timeout
                 and (self.stream.goal is not None or any(self.targets))):
             return self._forget_and_hold(f'no target for {timeout} s (target_timeout)')
@@ -357,8 +314,8 @@ class IkController:
         if self.enabled:  # restarting the stream now would stop it without braking
             self._disabling = False
             return True, 'enabled (holding)'
-        if self._feedback_stale(now):
-            return False, f'cannot enable: no fresh feedback ({self._feedback_age(now)})'
+        if self.feedback_stale(now):
+            return False, f'cannot enable: no fresh feedback ({self.feedback_age(now)})'
         self._forget()
         self.stream.start(self.measured if self.feedback else self.stream.position)
         self.enabled = True
@@ -427,49 +384,7 @@ class IkController:
 
     def status(self, now: float, period: float) -> Status:
         """Return the diagnostics of the last `period` seconds (and start a new window)."""
-        result = self.result
-        values: dict[str, object] = {
-            'enabled': self.enabled, 'targets_refused': self.refused,
-            'last_refusal': self.last_refusal,
-            'solve_rate_hz': f'{self._window_solves / period:.1f}'}
-        holding = self.stream.hold_reason
-        if self._feedback_stale(now):
-            level, message = 'WARN', f'holding: no fresh feedback ({self._feedback_age(now)})'
-        elif not self.enabled:
-            level, message = 'OK', 'disabled: no commands are sent'
-        elif holding:
-            level, message = 'WARN', f'holding: {holding}'
-        elif result is None:
-            level, message = 'OK', 'waiting for a target'
-        else:
-            level = 'OK' if result.reached else 'WARN'
-            message = (f'{"target reached" if result.reached else "target out of reach"}, '
-                       f'{result.error:.4f} m from it' + _angle_text(result))
-        if result is not None:  # all of the last solve, whenever it was
-            if math.isfinite(result.orientation_error):
-                values['orientation_error_rad'] = f'{result.orientation_error:.6f}'
-            values.update({
-                'reached': result.reached, 'error_m': f'{result.error:.6f}',
-                'iterations': result.iterations, 'restarts': result.restarts,
-                'timed_out': result.timed_out,
-                'solve_time_ms': f'{1e3 * self._solve_seconds:.3f}',
-                'solve_time_max_ms': f'{1e3 * self._window_max_seconds:.3f}'})
-            if len(result.errors) > 1:  # a tree: each effector's remaining distance
-                values.update((f'error_m.{name}', 'no target' if math.isnan(error)
-                               else f'{error:.6f}')
-                              for name, error in zip(self.settings.chain.effector_names,
-                                                     result.errors))
-        if self.free:
-            values['body_position_m'] = ', '.join(f'{x:.4f}' for x in self.body)
-        if self.feedback:
-            values['feedback_age_s'] = f'{now - self._measured_time:.3f}'
-        values['tolerance_m'] = self.settings.tolerance
-        values['orientation_mode'] = self.settings.orientation_mode
-        values['orientation_tolerance_rad'] = self.settings.orientation_tolerance
-        values['max_iterations'] = self.settings.max_iterations
-        self._window_solves = 0
-        self._window_max_seconds = self._solve_seconds if result is not None else 0.0
-        return Status(level, message, values)
+        return status_of(self, now, period)
 
     # ---- internals --------------------------------------------------------------------
 
@@ -477,8 +392,8 @@ class IkController:
         """Return why a target cannot be taken now ('' if it can)."""
         if not self.enabled or self._disabling:
             return 'the node is disabled (call ~/enable)'
-        if self._feedback_stale(now):
-            return f'no fresh feedback ({self._feedback_age(now)})'
+        if self.feedback_stale(now):
+            return f'no fresh feedback ({self.feedback_age(now)})'
         timeout = self.settings.target_timeout
         if timeout > 0.0 and age is not None:
             if age > timeout:
@@ -488,11 +403,21 @@ class IkController:
                         f'target_timeout {timeout} s (clocks out of sync?)')
         return ''
 
-    def _feedback_stale(self, now: float) -> bool:
+    @property
+    def solves(self) -> int:
+        """Return how many solves there were."""
+        return self.stats.solves
+
+    def feedback_seconds(self, now: float) -> float:
+        """Return the age of the last measurement, seconds (inf before any)."""
+        return now - self._measured_time
+
+    def feedback_stale(self, now: float) -> bool:
         """Tell whether feedback is expected but missing or older than feedback_timeout."""
         return self.feedback and now - self._measured_time > self.settings.feedback_timeout
 
-    def _feedback_age(self, now: float) -> str:
+    def feedback_age(self, now: float) -> str:
+        """Say how old the last measurement is."""
         if self.measured is None:
             return 'nothing measured yet'
         return f'last measured {now - self._measured_time:.3f} s ago'
@@ -508,6 +433,7 @@ class IkController:
         self.targets = [None] * len(self.targets)
         self._window_start = None
         self._solved = None
+        self.result = None  # what it reached is not in force any more (diagnostics)
         self.body_goal = self.body.copy()
 
     def _move_body(self, now: float) -> bool:
@@ -570,10 +496,7 @@ class IkController:
             self._forget()
             return self.refuse('solver', f'solver returned non-finite joint angles '
                                f'{result.q.tolist()} or base {result.base_position.tolist()}')
-        self.solves += 1
-        self._window_solves += 1
-        self._solve_seconds = seconds
-        self._window_max_seconds = max(self._window_max_seconds, seconds)
+        self.stats.record(seconds)
         self.result = result
         self.solved_targets = targets
         stream.follow(result.q)  # clipped into the limits
@@ -588,7 +511,7 @@ class IkController:
             update.command = self._step()
         if not result.reached:
             update.warnings.append(('reach', 'target out of reach: stretched toward it, '
-                                    f'{result.error:.4f} m remaining' + _angle_text(result)))
+                                    f'{result.error:.4f} m remaining' + angle_text(result)))
         return update
 
     def _follow_body(self) -> None:
@@ -632,10 +555,3 @@ class IkController:
         if self._disabling and not np.any(stream.velocity):
             self.enabled = self._disabling = False  # at rest: from now on, silence
         return command
-
-
-def _angle_text(result: IkResult) -> str:
-    """Return ', N.NN deg off in orientation' for a solve with orientations, else ''."""
-    if not math.isfinite(result.orientation_error):
-        return ''
-    return f', {math.degrees(result.orientation_error):.2f} deg off in orientation'

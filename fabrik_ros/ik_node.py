@@ -43,16 +43,19 @@ from diagnostic_msgs.msg import DiagnosticArray
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMITS_PREFIX,
                                package_share_dir)
-from fabrik_ros.controller import (IkController, SETTING_NAMES, Settings, Status, Target,
-                                   Update, WEIGHTS_PREFIX)
+from fabrik_ros.controller import IkController, Status, Target, Update
+from fabrik_ros.description_loader import DescriptionLoader
 from fabrik_ros.ik_parameters import (chain_declarations, chain_dependent, check_start,
                                       check_update, COMMAND_JOINTS_DESCRIPTOR,
                                       declare_node_parameters, NODE_PARAMETERS,
-                                      setting_values, TIMER_RATES, user_set_chain_parameters)
+                                      setting_values, TIMER_RATES, type_refusal,
+                                      unknown_parameter, user_set_chain_parameters)
 from fabrik_ros.messages import (branch_paths, controller_markers, diagnostic_array,
                                  point_array, pose_message, quaternion_array, TargetError)
+from fabrik_ros.model_change import description_size_problem, same_model
 from fabrik_ros.node_main import run_node
 from fabrik_ros.outputs import BodyOutputs, CommandOutputs
+from fabrik_ros.settings import SETTING_NAMES, Settings, WEIGHTS_PREFIX
 from fabrik_ros.target_frames import TargetFrames
 from fabrik_ros.target_markers import TargetMarkers
 from geometry_msgs.msg import PointStamped, PoseStamped
@@ -101,6 +104,7 @@ class IkNode(Node):
 
     def __init__(self, **kwargs) -> None:
         """Declare parameters, wire topics and services, load the chain (or wait for it)."""
+        self._target_markers: TargetMarkers | None = None  # destroy_node may come early
         super().__init__('ik_node', **kwargs)
         declare_node_parameters(self)
         param = self._param
@@ -122,7 +126,6 @@ class IkNode(Node):
         self._effector_topics: set[str] = set()
         self._description = ''  # the last robot_description taken from the topic
         self._rviz_targets = param('rviz_targets')
-        self._target_markers: TargetMarkers | None = None
         self._frames = TargetFrames(self, self._base_link, self._odom_frame, self._free)
 
         self._commands = CommandOutputs(self, outputs, command_topic)
@@ -152,6 +155,7 @@ class IkNode(Node):
         chain = self._chain_from_parameters()
         if chain is None:
             self.get_logger().info('no chain in the parameters: waiting for robot_description')
+            self._loader = DescriptionLoader(self, self._chain_from_urdf, self._adopt)
             self.create_subscription(String, 'robot_description', self._on_description,
                                      DESCRIPTION_QOS)
         else:
@@ -162,6 +166,26 @@ class IkNode(Node):
         if self._target_markers is not None:
             self._target_markers.shutdown()
         super().destroy_node()
+
+    def set_parameters_atomically(self, parameter_list: list[Parameter]
+                                  ) -> SetParametersResult:
+        """
+        Set parameters (as ros2 param set does) after refusing, by name, what rclpy would.
+
+        rclpy's own answers name nothing ("Invalid access to undeclared parameter(s): []",
+        "expected '3' got '4'"): an unknown name or a value of the wrong type gets a reason
+        naming the parameter, and the type it needs in words.
+        """
+        for parameter in parameter_list:
+            if not self.has_parameter(parameter.name):
+                return SetParametersResult(successful=False, reason=unknown_parameter(
+                    parameter.name, self._model))
+            expected = self.get_parameter(parameter.name).type_
+            if parameter.type_ not in (expected, Parameter.Type.NOT_SET) \
+                    and not self.describe_parameter(parameter.name).dynamic_typing:
+                return SetParametersResult(successful=False, reason=type_refusal(
+                    parameter.name, expected, parameter))
+        return super().set_parameters_atomically(parameter_list)
 
     def _param(self, name: str) -> object:
         return self.get_parameter(name).value
@@ -177,17 +201,31 @@ class IkNode(Node):
                                      package_share_dir())
 
     def _chain_from_urdf(self, urdf: str) -> Chain:
+        """Build the chain of a URDF (ValueError if unusable, or too big to parse)."""
+        problem = description_size_problem(urdf)
+        if problem:
+            raise ValueError(f'robot_description refused before parsing: {problem}')
         return Chain.from_urdf(urdf, self._base_link, list(self._param('tip_links')))
 
     def _on_description(self, msg: String) -> None:
-        if msg.data == self._description:
-            return  # published again, unchanged: keep commanding as before
+        """Parse a new description off the executor thread (see DescriptionLoader)."""
+        if msg.data != self._description:  # else published again, unchanged: as before
+            self._loader.submit(msg.data)
+
+    def _adopt(self, urdf: str, chain: Chain | ValueError) -> None:
+        """Use a parsed description: the same robot changes nothing, another one is taken."""
+        if self._model is not None and not isinstance(chain, ValueError) \
+                and same_model(self._model, chain):
+            self._description = urdf
+            return
         try:
-            self._use_chain(self._chain_from_urdf(msg.data))
+            if isinstance(chain, ValueError):
+                raise chain
+            self._use_chain(chain)
         except ValueError as error:  # a ChainError is a ValueError
             self.get_logger().error(f'robot_description refused, chain unchanged: {error}')
             return
-        self._description = msg.data
+        self._description = urdf
         self.get_logger().info('chain loaded from the robot_description topic')
 
     def _values(self, model: Chain, updates: dict[str, object]) -> dict[str, object]:
@@ -205,11 +243,14 @@ class IkNode(Node):
         values = self._values(model, {})
         settings = Settings.from_parameters(model, values)  # unknown joints/fields refused
         order = self._user_set.get('command_joints') or model.joint_names
-        controller = IkController(
-            settings, time.monotonic(), command_period=self._period,
-            feedback=bool(self._feedback_topic), command_joints=order,
-            enabled=self._param('start_enabled') if self._controller is None
-            else self._controller.enabled)
+        controller = self._controller
+        if controller is None:
+            controller = IkController(
+                settings, time.monotonic(), command_period=self._period,
+                feedback=bool(self._feedback_topic), command_joints=order,
+                enabled=self._param('start_enabled'))
+        else:  # what the arm does carries over (see IkController.change_model)
+            self._apply(controller.change_model(settings, time.monotonic(), order))
         self._declaring = True
         try:
             for prefix in (LIMITS_PREFIX, WEIGHTS_PREFIX):
@@ -327,19 +368,23 @@ class IkNode(Node):
         except TargetError as error:
             self._refuse('frame', str(error))
             return
-        age = None  # unstamped targets count as new
-        stamp = header.stamp
-        if stamp.sec or stamp.nanosec:
-            # In integer nanoseconds: through rclpy's Time and Duration it cost 2.6x as much.
-            now = self.get_clock().now().nanoseconds
-            age = 1e-9 * (now - (stamp.sec * 1_000_000_000 + stamp.nanosec))
-        self._apply(controller.on_target(effector, target, time.monotonic(), age))
+        self._apply(controller.on_target(effector, target, time.monotonic(),
+                                         self._age(header)))
         if controller.solve_due is not None and self._window_timer.is_canceled():
             self._window_timer.reset()
         if self._target_markers is not None and not dragged:
             index = controller.effector_of(target)  # None if it was refused
             if index is not None:
                 self._target_markers.move(index, pose_message(controller.target_frame(index)))
+
+    def _age(self, header: Header) -> float | None:
+        """Return seconds since a message's stamp on the node's clock; None: unstamped."""
+        stamp = header.stamp
+        if not (stamp.sec or stamp.nanosec):
+            return None
+        # In integer nanoseconds: through rclpy's Time and Duration it cost 2.6x as much.
+        now = self.get_clock().now().nanoseconds
+        return 1e-9 * (now - (stamp.sec * 1_000_000_000 + stamp.nanosec))
 
     def _refuse(self, kind: str, reason: str) -> None:
         """Count (once there is a controller) and log a target refused by the node."""
@@ -353,7 +398,8 @@ class IkNode(Node):
 
     def _on_feedback(self, msg: JointState) -> None:
         if self._controller is not None:
-            self._apply(self._controller.on_feedback(msg.name, msg.position, time.monotonic()))
+            self._apply(self._controller.on_feedback(msg.name, msg.position, time.monotonic(),
+                                                     self._age(msg.header)))
 
     def _on_tick(self) -> None:
         if self._controller is not None:

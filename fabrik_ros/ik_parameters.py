@@ -25,10 +25,11 @@ from collections.abc import Mapping
 
 from fabrik_ros.chain import Chain
 from fabrik_ros.config import CHAIN_PARAMETERS, LIMIT_FIELDS, LIMITS_PREFIX
-from fabrik_ros.controller import model_limits, SETTING_NAMES, WEIGHTS_PREFIX
 from fabrik_ros.ik import ROOT_MODES
+from fabrik_ros.settings import model_limits, SETTING_NAMES, WEIGHTS_PREFIX
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 OUTPUTS = ('joint_state', 'joint_trajectory', 'forward_command')
 HARDWARE_OUTPUTS = ('joint_trajectory', 'forward_command')  # for ros2_control controllers
@@ -264,3 +265,36 @@ def chain_declarations(model: Chain, values: Mapping[str, object]) -> list[tuple
     weights = [(f'{WEIGHTS_PREFIX}{name}', float(values.get(f'{WEIGHTS_PREFIX}{name}', 0.0)),
                 weight_descriptor(name)) for name in model.effector_names]
     return limits + weights
+
+
+# What each parameter type is, in words, for refusals of a value of the wrong type.
+TYPE_WORDS = {
+    Parameter.Type.NOT_SET: 'unset', Parameter.Type.BOOL: 'true or false',
+    Parameter.Type.INTEGER: 'an integer',
+    Parameter.Type.DOUBLE: 'a floating-point number (with a decimal point: 1.0, not 1)',
+    Parameter.Type.STRING: 'a string', Parameter.Type.BYTE_ARRAY: 'a list of bytes',
+    Parameter.Type.BOOL_ARRAY: 'a list of true/false',
+    Parameter.Type.INTEGER_ARRAY: 'a list of integers',
+    Parameter.Type.DOUBLE_ARRAY: 'a list of floating-point numbers',
+    Parameter.Type.STRING_ARRAY: 'a list of strings'}
+
+
+def type_refusal(name: str, expected: Parameter.Type, parameter: Parameter) -> str:
+    """Say that `parameter` has the wrong type for `name`, in words."""
+    return (f'{name} must be {TYPE_WORDS[expected]}, got {parameter.value!r} '
+            f'({TYPE_WORDS[parameter.type_]})')
+
+
+def unknown_parameter(name: str, model: Chain | None) -> str:
+    """Say why `name` is no parameter of the node (a joint or effector the chain has not)."""
+    joint, _, field = name[len(LIMITS_PREFIX):].rpartition('.')
+    if model is None:
+        return f'{name}: no such parameter (no chain yet: per-joint ones come with it)'
+    if name.startswith(LIMITS_PREFIX) and joint not in model.joint_names:
+        return f"{name}: unknown joint '{joint}'; joints: {model.joint_names}"
+    if name.startswith(LIMITS_PREFIX):
+        return f"{name}: unknown field '{field}', expected one of {list(LIMIT_FIELDS)}"
+    if name.startswith(WEIGHTS_PREFIX):
+        return (f"{name}: unknown effector '{name[len(WEIGHTS_PREFIX):]}'; effectors: "
+                f'{model.effector_names}')
+    return f'{name}: no such parameter of the IK node'

@@ -14,41 +14,22 @@
 
 """The `main` of every fabrik_ros node: init, spin, a clean exit, configuration errors."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 import re
 import signal
 import sys
 
+from fabrik_ros.params_files import params_file_problem
 import rclpy
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
-import yaml
 
 
 def one_line(error: Exception) -> str:
     """Return an rcl error as one line, without the C source locations it lists."""
     return ' '.join(re.sub(r',? at \S+:\d+', '', str(error)).split())
-
-
-def params_file_problem(args: Sequence[str]) -> str:
-    """
-    Return what is wrong with a --params-file among the ROS arguments ('' if nothing).
-
-    Checked before rcl reads them, which would log its own error line and then fail.
-    """
-    for flag, path in zip(args, args[1:]):
-        if flag != '--params-file':
-            continue
-        try:
-            with open(path, encoding='utf-8') as stream:
-                yaml.safe_load(stream)
-        except OSError as error:
-            return f'cannot read --params-file {path}: {error.strerror}'
-        except yaml.YAMLError as error:
-            return f'--params-file {path} is not YAML: {" ".join(str(error).split())}'
-    return ''
 
 
 def run_node(make_node: Callable[[], Node], name: str, args: list[str] | None = None) -> None:
@@ -64,7 +45,7 @@ def run_node(make_node: Callable[[], Node], name: str, args: list[str] | None = 
     # returns). Python's would raise KeyboardInterrupt at any bytecode: also inside the
     # clean-up below, where launch's SIGINT lands after the terminal's.
     signal.signal(signal.SIGINT, _no_keyboard_interrupt)
-    problem = params_file_problem(sys.argv if args is None else args)
+    problem = params_file_problem(sys.argv if args is None else args, name)
     if problem:
         rclpy.logging.get_logger(name).fatal(f'cannot start: {problem}')
         raise SystemExit(1)

@@ -26,9 +26,11 @@ faster than max_body_velocity. Time is an argument: no test sleeps.
 import math
 
 from fabrik_ros.chain import Chain
-from fabrik_ros.controller import IkController, model_limits, Settings, Target
+from fabrik_ros.command import STALLED_PERIODS
+from fabrik_ros.controller import IkController, Target
 from fabrik_ros.ik import IkSolver
 from fabrik_ros.motion import time_to_reach
+from fabrik_ros.settings import model_limits, Settings
 from hypothesis import event, HealthCheck, settings, strategies as st
 from hypothesis.stateful import (initialize, invariant, precondition, rule,
                                  RuleBasedStateMachine)
@@ -57,6 +59,35 @@ def two_legs() -> Chain:
                                  base_link='base', tip_link=['foot0', 'foot1'])
 
 
+def other_arm() -> Chain:
+    """Return another robot: 6 continuous joints, its first four named as serial_arm's."""
+    return Chain.from_parameters(3, [0.15], joint_type='two_axis', joint_limit=[math.inf],
+                                 max_velocity=8.0, base_link='base', tip_link='tip')
+
+
+def other_legs() -> Chain:
+    """Return another tree: two 3-joint continuous legs, two joints named as two_legs'."""
+    return Chain.from_parameters(3, [0.1], joint_type='hinge', joint_limit=[math.inf],
+                                 max_velocity=8.0, legs=2, body_radius=0.1,
+                                 base_link='base', tip_link=['foot0', 'foot1'])
+
+
+def descriptions(tree: bool) -> dict[str, Chain]:
+    """Return the models a robot_description may bring: limits narrowed, widened, another."""
+    def legs(limit: float) -> Chain:
+        return Chain.from_parameters(2, [0.15], joint_type='hinge', joint_limit=[limit],
+                                     max_velocity=8.0, legs=2, body_radius=0.1,
+                                     base_link='base', tip_link=['foot0', 'foot1'])
+
+    def arm(limit: float) -> Chain:
+        return Chain.from_parameters(2, [0.2], joint_type='two_axis', joint_limit=[limit],
+                                     max_velocity=8.0, base_link='base', tip_link='tip')
+
+    make = legs if tree else arm
+    return {'base': make(2.0), 'narrowed': make(0.3), 'widened': make(2.5),
+            'another robot': other_legs() if tree else other_arm()}
+
+
 def make_settings(model: Chain, **values: object) -> Settings:
     """Return Settings of BASE with `values` (joint_limits.* included) for `model`."""
     return Settings.from_parameters(model, {**BASE, **values})
@@ -71,7 +102,10 @@ class ControllerContract(RuleBasedStateMachine):
                 root=st.sampled_from(['pinned', 'free']))
     def start(self, tree, streaming, feedback, window, timeout, max_step, root):
         self.model = two_legs() if tree else serial_arm()
-        self.now = 0.0
+        self.tree, self.model_key, self.order = tree, 'base', ()
+        self.every_joint = sorted({name for model in descriptions(tree).values()
+                                   for name in model.joint_names})
+        self.now = self.tick_time = 0.0
         self.values = {'target_window': window, 'target_timeout': timeout,
                        'max_joint_step': max_step, 'root': root}
         self.settings = make_settings(self.model, **self.values)
@@ -113,6 +147,7 @@ class ControllerContract(RuleBasedStateMachine):
             return
         event('command')
         position = command.position
+        assert np.all(np.isfinite(position)), 'a command that is not finite'
         motion = self.controller.settings.motion
         assert self.previous is not None, 'a command before the stream had a start'
         assert np.all(position >= self.hard_lower) and np.all(position <= self.hard_upper)
@@ -211,29 +246,38 @@ class ControllerContract(RuleBasedStateMachine):
         for _ in range(count):
             self.now += seconds
             self.watchdogs()
+            if self.now - self.tick_time > STALLED_PERIODS * DT:
+                self.velocity[:] = 0.0  # the arm stood at the last command meanwhile
+            self.tick_time = self.now
             body = self.controller.body.copy()
             self.check_command(self.controller.tick(self.now))
             self.check_body(body, self.now - self.moved)
             self.moved = self.now
 
     @precondition(lambda self: self.feedback)
-    @rule(jump=st.booleans(), seed=st.integers(0, 2**16), gap=st.sampled_from([0.0, 0.0, 0.5]))
-    def feedback_arrives(self, jump, seed, gap):
+    @rule(jump=st.booleans(), seed=st.integers(0, 2**16), gap=st.sampled_from([0.0, 0.0, 0.5]),
+          whole=st.booleans())
+    def feedback_arrives(self, jump, seed, gap, whole):
+        """Measure the model's joints (whole: every joint any description has, too)."""
         self.now += gap
         if jump or self.previous is None:  # moved by hand, a drive restarted
             rng = np.random.default_rng(seed)
             measured = rng.uniform(-2.5, 2.5, self.model.dof)  # may lie beyond the limits
         else:  # the arm follows its commands
             measured = self.previous.copy()
+        names, values = list(self.model.joint_names), measured.tolist()
+        if whole:
+            extra = [name for name in self.every_joint if name not in names]
+            names, values = names + extra, values + [0.3] * len(extra)
         resyncs = self.stale()
-        self.controller.on_feedback(self.model.joint_names, measured.tolist(), self.now)
+        self.controller.on_feedback(names, values, self.now)
         self.measured_time = self.now
         if resyncs:
             self.forget()
             self.resync(measured)
             assert np.array_equal(self.controller.stream.position, self.previous)
 
-    @rule(joint=st.integers(0, 3), field=st.sampled_from(['min_position', 'max_position',
+    @rule(joint=st.integers(0, 5), field=st.sampled_from(['min_position', 'max_position',
                                                           'max_velocity', 'max_acceleration']),
           fraction=st.floats(0.05, 1.0))
     def change_limit(self, joint, field, fraction):
@@ -244,21 +288,32 @@ class ControllerContract(RuleBasedStateMachine):
         value = model[key] * fraction
         if field == 'max_acceleration':
             value = 10.0 + 400.0 * fraction  # may widen as well as narrow
+        if not math.isfinite(value):
+            value = (-1.0 if field == 'min_position' else 1.0) * 3.0 * fraction
         values = {**self.values, key: value}
         try:
             settings = make_settings(self.model, **values)
         except ValueError:  # e.g. min above max: refused, nothing changes
             return
         old = self.controller.settings.motion
-        moving = self.velocity != 0.0
         self.values, self.settings = values, settings
-        self.controller.configure(settings)
-        new = settings.motion
+        self.controller.configure(settings, self.order)
+        self.limits_changed(old, settings.motion, np.arange(self.model.dof))
+
+    def limits_changed(self, old, new, carried) -> None:
+        """
+        Mirror new limits: joint k of the new ones was joint carried[k] of the old ones.
+
+        A joint moving keeps the acceleration in force until it may use the new one; one
+        faster than a new velocity limit slows down to it at the acceleration limit.
+        """
+        moving = self.velocity != 0.0
         self.acceleration_bound = np.where(
             moving, np.maximum(self.acceleration_bound, new.max_acceleration),
             new.max_acceleration)
         self.velocity_bound = np.maximum(new.max_velocity, np.minimum(
-            np.maximum(old.max_velocity, self.velocity_bound), np.abs(self.velocity)))
+            np.maximum(old.max_velocity[carried], self.velocity_bound),
+            np.abs(self.velocity)))
         if self.previous is not None:
             # A joint stays within the new range if it can still stop there at the
             # acceleration in force; else it brakes at that, past the range and back.
@@ -271,6 +326,93 @@ class ControllerContract(RuleBasedStateMachine):
                            & (needed <= self.acceleration_bound * (1 - 1e-9)))
             if not self.inside.all():
                 event('a narrowed range leaves a joint outside')
+
+    @rule(kind=st.sampled_from(['same', 'base', 'narrowed', 'widened', 'another robot']))
+    def new_description(self, kind):
+        """Take a robot_description: the same robot again, other limits, another robot."""
+        key = self.model_key if kind == 'same' else kind
+        model = descriptions(self.tree)[key]
+        order = self.order if sorted(self.order) == sorted(model.joint_names) else ()
+        try:
+            settings = make_settings(model, **self.values)
+            goal, targets = self.controller.stream.goal, list(self.controller.targets)
+            update = self.controller.change_model(settings, self.now, order)
+        except ValueError:  # limits set for joints it has not, an order it cannot take
+            return
+        event(f'description: {kind}')
+        old_model, old = self.model, self.settings.motion
+        if key == self.model_key:  # the same robot: nothing changes
+            assert not update.warnings and self.controller.targets == targets
+            assert self.controller.stream.goal is goal
+            self.model, self.settings = model, settings
+            return
+        self.model, self.model_key, self.settings, self.order = model, key, settings, order
+        index = {name: k for k, name in enumerate(old_model.joint_names)}
+        kept = np.array([name in index for name in model.joint_names])
+        carried = np.array([index.get(name, 0) for name in model.joint_names])
+        hard = (np.minimum(self.hard_lower, old.lower), np.maximum(self.hard_upper, old.upper))
+        self.hard_lower = np.where(kept, np.minimum(hard[0][carried], model.lower), model.lower)
+        self.hard_upper = np.where(kept, np.maximum(hard[1][carried], model.upper), model.upper)
+        if key != 'another robot' and old_model.joint_names == model.joint_names:
+            self.limits_changed(old, settings.motion, carried)  # targets kept
+            return
+        self.live = [None] * len(model.effectors)
+        stream = self.controller.stream
+        if stream.position is None:  # closed loop: waits for a measurement of every joint
+            assert self.feedback
+            self.previous, self.measured_time = None, -math.inf
+            self.velocity, self.inside = np.zeros(model.dof), np.ones(model.dof, dtype=bool)
+            self.acceleration_bound = settings.motion.max_acceleration.copy()
+            self.velocity_bound = settings.motion.max_velocity.copy()
+            return
+        new = ~kept
+        if self.previous is None:  # it had not started: it starts where it is measured
+            self.previous = stream.position.copy()
+            self.velocity = np.zeros(model.dof)
+            kept[:] = False
+        else:
+            self.previous = np.where(kept, self.previous[carried], stream.position)
+            self.velocity = np.where(kept, self.velocity[carried], 0.0)
+        assert np.all(stream.velocity[new] == 0.0), 'a new joint started moving'
+        if new.any():
+            assert np.all(np.isfinite(stream.position[new]))
+        self.acceleration_bound = np.where(kept, self.acceleration_bound[carried], np.inf)
+        self.velocity_bound = np.where(kept, self.velocity_bound[carried], np.inf)
+        self.inside = np.where(kept, self.inside[carried], True)
+        self.limits_changed(old.__class__(
+            np.where(kept, old.lower[carried], model.lower),
+            np.where(kept, old.upper[carried], model.upper),
+            np.where(kept, old.max_velocity[carried], settings.motion.max_velocity),
+            np.where(kept, old.max_acceleration[carried], settings.motion.max_acceleration),
+            np.where(kept, old.max_step[carried], settings.motion.max_step)),
+            settings.motion, np.arange(model.dof))
+
+    @rule(seed=st.integers(0, 2**16))
+    def reorder_command_joints(self, seed):
+        """Reorder command_joints: taken only while the command stands still."""
+        order = list(np.random.default_rng(seed).permutation(self.model.joint_names))
+        if order == list(self.order or self.model.joint_names):
+            return  # the order in force: nothing changes
+        at_rest = self.controller.stream.at_rest
+        try:
+            self.controller.configure(self.controller.settings, order)
+        except ValueError:
+            assert not at_rest, 'an order refused at rest'
+            event('a new order refused while moving')
+            return
+        assert at_rest and not np.any(self.velocity), 'the slots of ~/commands jumped'
+        self.order = tuple(order)
+
+    @precondition(lambda self: self.feedback)
+    @rule(joint=st.integers(0, 5), value=st.sampled_from(
+        [1e300, 5e303, -1e305, 1.7e308, math.inf, math.nan, 1e7]))
+    def absurd_feedback(self, joint, value):
+        """Measure what no joint can be at: ignored with a reason; nothing overflows."""
+        measured = (self.model.neutral() if self.previous is None else self.previous).copy()
+        measured[joint % self.model.dof] = value
+        update = self.controller.on_feedback(self.model.joint_names, measured.tolist(),
+                                             self.now)
+        assert [kind for kind, _ in update.warnings] == ['feedback']
 
     @rule()
     def hold(self):
@@ -301,7 +443,9 @@ class ControllerContract(RuleBasedStateMachine):
 ControllerContract.TestCase.settings = settings(
     max_examples=150, stateful_step_count=60, deadline=None,
     suppress_health_check=[HealthCheck.too_slow])
-test_the_safety_contract_holds_over_random_event_sequences = ControllerContract.TestCase
+# Overflows and invalid values are bugs here, not warnings.
+test_the_safety_contract_holds_over_random_event_sequences = pytest.mark.filterwarnings(
+    'error::RuntimeWarning')(ControllerContract.TestCase)
 
 
 # ---- the bugs of issue #9, one by one --------------------------------------------------
@@ -570,3 +714,20 @@ def test_solver_settings_reach_the_solver():
     assert solver.timeout == 0.004 and solver.root == 'free'
     assert solver.effector_weights == {'foot0': 3.0}
     assert make_settings(model).solver().timeout is None
+
+
+def test_diagnostics_report_no_reach_for_a_forgotten_target():
+    """After a hold or a feedback gap no target is in force: nothing is reached."""
+    model = serial_arm()
+    controller = streaming(model, feedback=True)
+    controller.on_feedback(model.joint_names, model.neutral().tolist(), 0.0)
+    controller.on_target(0, Target(model.tip_position(model.neutral() + 0.1)), 0.0)
+    assert controller.status(0.1, 1.0).values['reached'] is True
+    controller.hold(0.1)
+    values = controller.status(0.2, 1.0).values
+    assert values['reached'] is False and 'error_m' not in values
+    controller.on_target(0, Target(model.tip_position(model.neutral() + 0.1)), 0.2)
+    controller.tick(2.0)  # feedback gap: forgotten
+    controller.on_feedback(model.joint_names, (model.neutral() + 0.5).tolist(), 2.1)
+    values = controller.status(2.2, 1.0).values
+    assert values['reached'] is False and 'error_m' not in values

@@ -38,6 +38,7 @@ from fabrik_ros.outputs import TFMessage
 from fabrik_ros.sim_arm import SimArm
 import numpy as np
 import pytest
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from std_msgs.msg import Header, String
 
@@ -69,6 +70,16 @@ def limits(node: IkNode) -> dict[str, float]:
             in node.get_parameters_by_prefix('joint_limits').items()}
 
 
+def describe(node: IkNode, urdf: str) -> None:
+    """Publish a robot_description to the node and wait until it is parsed and adopted."""
+    node._on_description(String(data=urdf))
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    while node._loader.busy:
+        executor.spin_once(timeout_sec=0.1)
+    executor.remove_node(node)
+
+
 def other_robot() -> str:
     """Return the URDF of another robot with the same base and tip links."""
     return Chain.from_parameters(3, [0.2], base_link='base_link', tip_link='tool0',
@@ -78,14 +89,14 @@ def other_robot() -> str:
 def test_a_new_robot_description_rebuilds_the_chain_and_its_limits(make_node):
     """Bug 3: the first model's limits were fed back as overrides of the second."""
     node = make_node(**ARM_TOPIC)
-    node._on_description(String(data=ARM_URDF))
+    describe(node, ARM_URDF)
     assert node._model.joint_names[0] == 'base_yaw'
     widened = ARM_URDF.replace('lower="-2.967" upper="2.967"', 'lower="-3.0" upper="3.0"')
     assert widened != ARM_URDF
-    node._on_description(String(data=widened))
+    describe(node, widened)
     assert limits(node)['base_yaw.max_position'] == 3.0
     other = other_robot()
-    node._on_description(String(data=other))
+    describe(node, other)
     assert node._model.joint_names == Chain.from_urdf(other, 'base_link', 'tool0').joint_names
     assert not any(name.startswith('base_yaw') for name in limits(node))
     assert node.get_parameter('command_joints').value == node._model.joint_names
@@ -93,12 +104,12 @@ def test_a_new_robot_description_rebuilds_the_chain_and_its_limits(make_node):
 
 def test_limits_the_user_set_survive_a_new_description_and_must_fit_it(make_node):
     node = make_node(**ARM_TOPIC, **{'joint_limits.base_yaw.max_position': 1.0})
-    node._on_description(String(data=ARM_URDF))
+    describe(node, ARM_URDF)
     widened = ARM_URDF.replace('lower="-2.967" upper="2.967"', 'lower="-3.0" upper="3.0"')
-    node._on_description(String(data=widened))
+    describe(node, widened)
     assert limits(node)['base_yaw.max_position'] == 1.0
     assert limits(node)['base_yaw.min_position'] == -3.0
-    node._on_description(String(data=other_robot()))  # refused: base_yaw is not in it
+    describe(node, other_robot())  # refused: base_yaw is not in it
     assert node._model.joint_names[0] == 'base_yaw'
 
 
@@ -297,3 +308,68 @@ def test_a_command_and_the_body_pose_it_moves_with_share_one_stamp(make_node):
     node._on_window()
     assert len(commands) == len(poses) == 1
     assert commands[0] == (poses[0].header.stamp.sec, poses[0].header.stamp.nanosec)
+
+
+@pytest.mark.parametrize('files, complaint', [
+    ([b'\xff\xfe/**: {}'], 'is not UTF-8 text'),
+    ([b'- a\n- b\n'], 'must map node names to ros__parameters'),
+    ([b'/**:\n  tolerance: 0.01\n'], 'must map node names to ros__parameters'),
+    ([b'/**:\n  ros__parameters:\n    max_iterations: 99999999999999999999\n'],
+     'does not fit int64'),
+    ([b'/**:\n  ros__parameters:\n    max_joint_step: 0.05\n',
+      b'/**:\n  ros__parameters:\n    max_joint_step: "0.01"\n'],
+     'max_joint_step is a string'),
+])
+def test_a_params_file_rcl_would_misread_is_one_line_naming_it(tmp_path, capfd, files,
+                                                               complaint):
+    args = ['ik_node', '--ros-args']
+    for index, content in enumerate(files):
+        path = tmp_path / f'params{index}.yaml'
+        path.write_bytes(content)
+        args += ['--params-file', str(path)]
+    with pytest.raises(SystemExit):
+        run_node(IkNode, 'ik_node', args)
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and complaint in lines[0] and str(path) in lines[0]
+
+
+def test_a_refused_start_up_value_is_one_line_without_a_traceback(tmp_path, capfd):
+    path = tmp_path / 'params.yaml'
+    path.write_text('/**:\n  ros__parameters:\n    robot_description_file: urdf/arm.urdf\n'
+                    '    feedback_timeout: 1\n')
+    with pytest.raises(SystemExit):
+        run_node(IkNode, 'ik_node', ['ik_node', '--ros-args', '--params-file', str(path)])
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and 'feedback_timeout' in lines[0]
+
+
+@pytest.mark.parametrize('name, value, reason', [
+    ('joint_limits.elbow.max_position', 1.0, "unknown joint 'elbow'"),
+    ('max_joint_step', -1.0, 'max_joint_step must be positive (or .inf for no limit)'),
+    ('max_joint_step', 1, 'max_joint_step must be a floating-point number'),
+    ('joint_limits.base_yaw.max_acceleration', 1.7e308, 'at most 10000 rad/s^2'),
+])
+def test_runtime_refusals_name_the_parameter_and_why(make_node, name, value, reason):
+    node = make_node(**ARM_FILE)
+    result = node.set_parameters_atomically([Parameter(name, value=value)])
+    assert not result.successful and reason in result.reason
+
+
+def test_the_same_robot_published_again_changes_nothing(make_node):
+    node = make_node(**ARM_TOPIC)
+    describe(node, ARM_URDF)
+    controller = node._controller
+    model = node._model
+    controller.on_target(0, Target(model.tip_position(model.neutral() + 0.3)), 0.0)
+    goal = controller.stream.goal
+    describe(node, ARM_URDF.replace('<robot', '<!-- again -->\n<robot', 1))
+    assert node._controller is controller and controller.stream.goal is goal
+    assert any(controller.targets)
+
+
+def test_a_huge_description_is_refused_before_it_is_parsed(make_node, monkeypatch):
+    node = make_node(**ARM_TOPIC)
+    describe(node, ARM_URDF)
+    monkeypatch.setattr(Chain, 'from_urdf', lambda *args: pytest.fail('parsed'))
+    describe(node, ARM_URDF + '<joint/>' * 25_000)
+    assert node._model.joint_names[0] == 'base_yaw'
