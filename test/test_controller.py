@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The IK controller's safety contract, proven over random event sequences (issue #9).
+The IK controller's safety contract, proven over random event sequences.
 
 Specification (README, "Safety contract"): every command lies within the position limits
 in force; consecutive commands stay within the velocity and acceleration limits in force,
@@ -448,7 +448,7 @@ test_the_safety_contract_holds_over_random_event_sequences = pytest.mark.filterw
     'error::RuntimeWarning')(ControllerContract.TestCase)
 
 
-# ---- the bugs of issue #9, one by one --------------------------------------------------
+# ---- regressions found by driving the node, one by one -----------------------------------
 
 def streaming(model: Chain, feedback: bool = False, **values: object) -> IkController:
     """Return an enabled controller streaming at 1/DT for `model`."""
@@ -570,7 +570,7 @@ def test_a_window_of_targets_on_a_tree_is_solved_once():
     assert controller.solve_pending(0.03).command is None  # nothing is solved twice
 
 
-# ---- the free body, solver settings (issue #12) -----------------------------------------
+# ---- the free body, solver settings ----------------------------------------------------
 
 def free_legs(**values: object) -> tuple[Chain, IkController]:
     """Return two legs on a free body and a controller streaming their commands."""

@@ -15,7 +15,7 @@
 """
 The IK node across processes: the node runs as its own process, this test is a client.
 
-Specification (issue #3): a target in, a JointState out whose forward kinematics reaches it;
+Specification: a target in, a JointState out whose forward kinematics reaches it;
 bad targets and bad parameter values are refused while the node keeps serving; live
 parameter changes apply to the next solve; namespaced nodes keep to themselves.
 """

@@ -15,12 +15,12 @@
 """
 The IK node built in this process (no DDS round trips): parameters, chains, wiring.
 
-Specification (issue #9): a new robot_description rebuilds everything, and limits the
+Specification: a new robot_description rebuilds everything, and limits the
 user never set are not overrides; start-up refuses unknown joints and fields under
 joint_limits; every parameter can be read at once (ros2 param dump); outputs that are off
 are not advertised; RViz targets only when asked for, under the node's namespace; ik_node
 and sim_arm with their defaults do not both publish joint_states; a broken params file
-stops the node with one line. A free root (issue #12) publishes the body pose and takes
+stops the node with one line. A free root publishes the body pose and takes
 targets in the odometry frame; per-effector weights are parameters.
 """
 

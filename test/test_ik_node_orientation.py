@@ -15,7 +15,7 @@
 """
 The IK node with full poses, built in this process: orientations in, tool frames shown.
 
-Specification (issue #8): PoseStamped orientations are honoured (target_pose, per-effector
+Specification: PoseStamped orientations are honoured (target_pose, per-effector
 topics), PointStamped and RViz's 2D Goal Pose (goal_pose: a heading on the ground) are
 position-only; a zero, non-finite or overflowing
 quaternion is refused, a non-unit one normalised; orientation_mode, orientation_tolerance

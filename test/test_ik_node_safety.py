@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The IK node driving hardware safely (issue #5), across processes.
+The IK node driving hardware safely, across processes.
 
 Specification: a far step target yields a command stream within the velocity and
 acceleration limits that still converges; lost feedback and ~/hold make the commands hold;

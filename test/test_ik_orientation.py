@@ -169,7 +169,7 @@ def test_position_only_answers_are_unchanged_by_orientation_support():
         result = solver.solve(np.array(case['target']), case['seed'])
         recorded = np.linalg.norm(chain.tip_position(np.array(case['q'])) - case['target'])
         if recorded > solver.tolerance:
-            # Out of reach, answers changed since (issue 12): none of them farther off.
+            # Out of reach, answers changed since they were recorded: none of them farther off.
             assert result.error <= recorded + 1e-9
             continue
         np.testing.assert_allclose(result.q, case['q'], rtol=0.0, atol=1e-9)
