@@ -44,47 +44,19 @@ goes (published as TF), not a command to hardware.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 import math
-import time
 
 from fabrik_ros.chain import rotation_from_quaternion
-from fabrik_ros.command import (CommandStream, joint_order, measured_positions,
-                                STALLED_PERIODS)
-from fabrik_ros.controller_status import angle_text, SolveStats, Status, status_of
+from fabrik_ros.command import CommandStream, joint_order, measured_positions, STALLED_PERIODS
+from fabrik_ros.controller_model import change_model
+from fabrik_ros.controller_solve import follow_body, move_body, solve, target_refusal
+from fabrik_ros.controller_status import SolveStats, Status, status_of
+from fabrik_ros.controller_types import Command, Target, Update
 from fabrik_ros.ik import IkResult, IkSolver
-from fabrik_ros.model_change import carried_state, same_kinematics, same_model
-from fabrik_ros.motion import MotionLimits
 from fabrik_ros.settings import Settings
 import numpy as np
 
 __all__ = ['Command', 'IkController', 'Settings', 'Status', 'Target', 'Update']
-
-
-@dataclass(frozen=True)
-class Target:
-    """One effector's target in the base frame."""
-
-    position: np.ndarray  # (3,) metres
-    orientation: np.ndarray | None = None  # (4,) unit quaternion x, y, z, w; None: position
-
-
-@dataclass(frozen=True)
-class Command:
-    """One joint command to send, in chain joint order."""
-
-    position: np.ndarray  # radians
-    velocity: np.ndarray | None  # rad/s of this step with a command rate, else None
-    previous: np.ndarray  # the command before, radians (see IkController.duration)
-
-
-@dataclass
-class Update:
-    """What an event asks the node to do: send a command, report refusals and warnings."""
-
-    command: Command | None = None
-    refusal: tuple[str, str] | None = None  # (kind, reason) of a refused input
-    warnings: list[tuple[str, str]] = field(default_factory=list)  # (kind, text)
 
 
 class IkController:
@@ -119,9 +91,9 @@ class IkController:
         self.result: IkResult | None = None
         self.solved_targets: np.ndarray | None = None  # (m, 3) of the last solve, NaN: none
         self._solver: IkSolver | None = None  # built on the next solve after a change
-        self._pinned: IkSolver | None = None  # a free body's joints where it is: _follow_body
+        self._pinned: IkSolver | None = None  # a free body's joints where it is: follow_body
         # A free body's last solved targets and orientations, which its joints keep while it
-        # slides (_follow_body); None once they are forgotten.
+        # slides (controller_solve.follow_body); None once they are forgotten.
         self._solved: tuple[np.ndarray, np.ndarray | None] | None = None
         self.stats = SolveStats()
         self.refused = 0
@@ -156,65 +128,8 @@ class IkController:
 
     def change_model(self, settings: Settings, now: float,
                      command_joints: Sequence[str] = ()) -> Update:
-        """
-        Take a new model (robot_description published again) without a jump.
-
-        The same robot (same kinematics and limits) changes nothing. The same kinematics
-        with other limits is a limit change (configure): the targets stay. Otherwise
-        every target is forgotten and the command brakes to a stop from where it is: each
-        joint of both models keeps its command and speed, within the old limits until the
-        new ones hold; a new joint starts at rest where it is measured (open loop: the
-        neutral pose). Closed loop, without a measurement of every new joint the stream
-        waits for one (as at start-up). ValueError (nothing changes) for a bad joint order.
-        """
-        old, chain = self.settings.chain, settings.chain
-        order = joint_order(chain.joint_names, list(command_joints) or chain.joint_names)
-        if same_model(old, chain) and np.array_equal(order, self.command_order):
-            return Update()
-        if same_kinematics(old, chain):
-            self.configure(settings, command_joints)
-            return Update()
-        self._forget()
-        self.targets = [None] * len(chain.effectors)
-        self.command_order, self.settings = order, settings
-        self._solver = self._pinned = None
-        self.measured = self._measured_of(chain.joint_names)
-        if self.measured is None:
-            self._measured_time = -math.inf
-        self.stream = self._carried_stream(old.joint_names, settings)
-        return Update(warnings=[('model', 'new robot model: targets forgotten, braking to a '
-                                 'stop')])
-
-    def _carried_stream(self, old_names: Sequence[str], settings: Settings) -> CommandStream:
-        """Return the command stream of the new joints, carried over from the current one."""
-        names, motion, stream = settings.chain.joint_names, settings.motion, self.stream
-        dt = stream.dt
-        if stream.position is None or (self.feedback and self.measured is None):
-            fresh = CommandStream(motion, dt)
-            if not self.feedback:
-                fresh.start(settings.chain.neutral())
-            return fresh
-        start = self.measured if self.feedback else np.clip(
-            settings.chain.neutral(), motion.lower, motion.upper)
-        before = stream.limits_in_force()
-        vectors = {name: carried_state(old_names, names, getattr(before, name),
-                                       getattr(motion, name))
-                   for name in ('lower', 'upper', 'max_velocity', 'max_acceleration',
-                                'max_step')}
-        return CommandStream.resumed(
-            MotionLimits(**vectors), motion, dt,
-            carried_state(old_names, names, stream.position, start),
-            carried_state(old_names, names, stream.velocity, np.zeros(len(names))),
-            'new robot model')
-
-    def _measured_of(self, joints: Sequence[str]) -> np.ndarray | None:
-        """Return the last measurement of `joints` if it has them all, else None."""
-        if self._feedback is None:
-            return None
-        try:
-            return measured_positions(*self._feedback, joints)
-        except ValueError:
-            return None
+        """Take a new model (robot_description published again): controller_model's rules."""
+        return change_model(self, settings, now, command_joints)
 
     # ---- events -----------------------------------------------------------------------
 
@@ -226,7 +141,7 @@ class IkController:
         `age`: seconds since the target's stamp, None when unstamped. With a target_timeout,
         a target older than it, or stamped further than it in the future, is refused.
         """
-        reason = self._why_not_moving(now, age)
+        reason = target_refusal(self, now, age)
         if reason:
             return self.refuse('state', reason)
         if effector is None:
@@ -241,7 +156,7 @@ class IkController:
             if self._window_start is None:
                 self._window_start = now
             return Update()
-        return self._solve(now)
+        return solve(self, now)
 
     @property
     def solve_due(self) -> float | None:
@@ -255,7 +170,7 @@ class IkController:
         if self._window_start is None:
             return Update()
         update = self._watchdogs(now)  # the node may have lost feedback in the window
-        return update if update is not None else self._solve(now)
+        return update if update is not None else solve(self, now)
 
     def on_feedback(self, names: Sequence[str], positions: Sequence[float],
                     now: float, age: float | None = None) -> Update:
@@ -289,8 +204,8 @@ class IkController:
     def tick(self, now: float) -> Update:
         """Check the watchdogs, move the body, return the next command or the held one."""
         update = Update() if self.stream.position is None else self._watchdogs(now) or Update()
-        if self._move_body(now) and self._solved is not None:
-            self._follow_body()
+        if move_body(self, now) and self._solved is not None:
+            follow_body(self)
         stream = self.stream
         if stream.position is not None:
             if stream.dt is not None and now - self._tick_time > STALLED_PERIODS * stream.dt:
@@ -388,21 +303,6 @@ class IkController:
 
     # ---- internals --------------------------------------------------------------------
 
-    def _why_not_moving(self, now: float, age: float | None) -> str:
-        """Return why a target cannot be taken now ('' if it can)."""
-        if not self.enabled or self._disabling:
-            return 'the node is disabled (call ~/enable)'
-        if self.feedback_stale(now):
-            return f'no fresh feedback ({self.feedback_age(now)})'
-        timeout = self.settings.target_timeout
-        if timeout > 0.0 and age is not None:
-            if age > timeout:
-                return f'target stamped {age:.3f} s ago, older than target_timeout {timeout} s'
-            if -age > timeout:
-                return (f'target stamped {-age:.3f} s in the future, further than '
-                        f'target_timeout {timeout} s (clocks out of sync?)')
-        return ''
-
     @property
     def solves(self) -> int:
         """Return how many solves there were."""
@@ -436,113 +336,12 @@ class IkController:
         self.result = None  # what it reached is not in force any more (diagnostics)
         self.body_goal = self.body.copy()
 
-    def _move_body(self, now: float) -> bool:
-        """
-        Move the body toward its goal, in a straight line at most max_body_velocity.
-
-        Return whether it moved.
-        """
-        elapsed, self._body_time = max(now - self._body_time, 0.0), now
-        if self._disabling or not self.enabled:  # no command moves the joints: nor the body
-            self.body_goal = self.body.copy()
-            return False
-        offset = self.body_goal - self.body
-        distance = float(np.linalg.norm(offset))
-        if distance == 0.0:
-            return False
-        reach = self.settings.max_body_velocity * elapsed
-        self.body = self.body_goal.copy() if distance <= reach \
-            else self.body + offset * (reach / distance)
-        return reach > 0.0
-
     def _forget_and_hold(self, reason: str) -> Update:
         """Forget the targets and brake to a stop; warn once, as the hold begins."""
         self._forget()
         starts = self.stream.goal is not None or not self.stream.hold_reason
         self.stream.hold(reason)
         return Update(warnings=[('holding', f'holding: {reason}')] if starts else [])
-
-    def _solve(self, now: float) -> Update:
-        """Solve the current targets once and head for the solution (body: from now)."""
-        self._window_start = None
-        settings, stream = self.settings, self.stream
-        if self._solver is None:
-            self._solver = settings.solver()
-        targets = self.target_positions()
-        orientations = None  # position-only: the solve exactly as without orientations
-        if settings.orientation_mode != 'position' and any(
-                target is not None and target.orientation is not None
-                for target in self.targets):
-            orientations = self.target_orientations()
-            if len(orientations) == 1:
-                orientations = orientations[0]
-        # Closed loop: start from where the arm is when it is measured; the body from
-        # where it is (its pose is not measured) or, open loop, where it is heading.
-        seed = self.measured if self.feedback else stream.goal
-        if self.free:  # up to now toward the goal in force: the new goal starts from here
-            self._move_body(now)
-        origin = self.body if self.feedback or seed is None else self.body_goal
-        relative = targets - origin  # the solver's base starts at its origin
-        start = time.perf_counter()
-        try:
-            result = self._solver.solve(relative[0] if len(targets) == 1 else relative,
-                                        seed=stream.position if seed is None else seed,
-                                        orientation=orientations)
-        except ValueError as error:
-            self._forget()  # refused targets must not block the next ones
-            return self.refuse('solver', str(error))
-        seconds = time.perf_counter() - start
-        if not (np.isfinite(result.q).all() and np.isfinite(result.base_position).all()):
-            self._forget()
-            return self.refuse('solver', f'solver returned non-finite joint angles '
-                               f'{result.q.tolist()} or base {result.base_position.tolist()}')
-        self.stats.record(seconds)
-        self.result = result
-        self.solved_targets = targets
-        stream.follow(result.q)  # clipped into the limits
-        if self.free:
-            self.body_goal = origin + result.base_position
-            self._solved = (targets, orientations)
-            if stream.dt is None:  # a command per solution: the body moves with it
-                self._move_body(now)
-            self._follow_body()
-        update = Update()
-        if stream.dt is None:
-            update.command = self._step()
-        if not result.reached:
-            update.warnings.append(('reach', 'target out of reach: stretched toward it, '
-                                    f'{result.error:.4f} m remaining' + angle_text(result)))
-        return update
-
-    def _follow_body(self) -> None:
-        """
-        Command the joints that keep the solved targets where the body is now (free root).
-
-        A solve sends the body to body_goal with the joints for it there, but the body takes
-        its time (max_body_velocity): until it arrives, the joints come from a pinned solve
-        of the same targets from where it is, so feet stay on their targets (as far as they
-        reach from there) while it slides instead of being carried along with it. At the
-        goal, the solve's own joints.
-        """
-        if np.array_equal(self.body, self.body_goal):
-            self.stream.follow(self.result.q)
-            return
-        targets, orientations = self._solved
-        relative = targets - self.body
-        if self._pinned is None:  # from the last joints on, no other branch: no restarts
-            self._pinned = self.settings.solver(root='pinned', max_restarts=0)
-        seed = self.stream.goal if self.stream.goal is not None else self.result.q
-        # At most half a command period, so a body sliding at every tick leaves the node its
-        # time (a leg out of reach from where the body is takes a stretched solve).
-        budgets = [b for b in (self.settings.solve_timeout, (self.stream.dt or 0.0) / 2.0) if b]
-        try:
-            result = self._pinned.solve(relative[0] if len(targets) == 1 else relative,
-                                        seed=seed, orientation=orientations,
-                                        timeout=min(budgets, default=None))
-        except ValueError:  # the free solve's joints stay
-            return
-        if np.isfinite(result.q).all():
-            self.stream.follow(result.q)
 
     def _step(self) -> Command | None:
         """Advance the command stream one step; None while disabled (nothing is sent)."""
