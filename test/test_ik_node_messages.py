@@ -106,7 +106,7 @@ def test_markers_draw_every_branch_and_the_targets(reached, colour):
 
 
 def test_markers_colour_each_branch_by_its_effector_and_mark_a_free_body():
-    """Issue #12: a foot out of reach is red, the others green; the body is a cube."""
+    """A free root: a foot out of reach is red, the others green; the body is a cube."""
     chain = legged()
     kinematics = chain.forward(chain.neutral())
     body = np.array([1.0, 2.0, 0.5])
