@@ -20,7 +20,7 @@ obstacles exact primitives (fabrik_ros.collision.shapes), so a reported clearanc
 above the true distance between the real geometries. Pairs checked: every two links but
 adjacent ones (a joint between them, links without geometry passed through), those an
 SRDF disables, and those that never or always touch over seeded random configurations,
-as MoveIt's setup assistant finds them. Works on the FK frames (chain._frames: base, then
+as MoveIt's setup assistant finds them. Works on the FK frames (chain.world_frames: base, then
 each joint), so a caller that has them pays no second FK. Imports numpy and the standard
 library only.
 """

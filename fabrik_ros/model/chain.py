@@ -155,8 +155,6 @@ class Chain:
         """Return (n + 1, 4, 4) world transforms: the base, then each joint after its motion."""
         return self._kinematics.frames(self.expand(q))
 
-    _frames = world_frames
-
     def forward(self, q: object) -> Kinematics:
         """
         Return the forward kinematics of joint positions q (dof,), in the base frame.
@@ -164,11 +162,11 @@ class Chain:
         The arrays are per movable joint (all_joint_names order). Every call returns new
         arrays (safe to keep, and to call from several threads).
         """
-        return self._kinematics.kinematics(self._frames(q))
+        return self._kinematics.kinematics(self.world_frames(q))
 
     def effector_positions(self, q: object) -> np.ndarray:
         """Return the (m, 3) effector points (metres, base frame) at joint angles q."""
-        return self._kinematics.effector_points(self._frames(q))
+        return self._kinematics.effector_points(self.world_frames(q))
 
     def tip_position(self, q: object, effector: int = 0) -> np.ndarray:
         """Return effector `effector`'s (3,) point (metres, base frame) at joint angles q."""
@@ -181,7 +179,7 @@ class Chain:
         An effector's tool frame is its tip link's frame as the URDF defines it (fixed joints
         folded in): translation in metres, rotation columns the tool's x, y, z axes.
         """
-        return self._kinematics.effector_frames(self._frames(q))
+        return self._kinematics.effector_frames(self.world_frames(q))
 
     def tip_pose(self, q: object, effector: int = 0) -> np.ndarray:
         """Return effector `effector`'s (4, 4) tool frame (base frame) at joint angles q."""
@@ -189,7 +187,7 @@ class Chain:
 
     def joint_positions(self, q: object) -> np.ndarray:
         """Return the (n, 3) joint origins (metres, base frame) at joint angles q."""
-        return self._frames(q)[1:, :3, 3]
+        return self.world_frames(q)[1:, :3, 3]
 
     def position_jacobian(self, kinematics: Kinematics) -> np.ndarray:
         """
