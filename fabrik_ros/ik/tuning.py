@@ -75,6 +75,7 @@ RESTART_ERROR = 10.0    # tolerances: the default restart_error ...
 RESTART_ERROR_REACH = 1e-3  # ... but at most this share of the reach (small robots)
 AGREE = 1e-3            # of the reach (at least a tolerance): restarts this close agree
 UNREACHABLE_AFTER = 2   # default unreachable_after per effector sharing joints (redundant)
+TRACK_STEPS = 3         # closing steps the lean tracking path takes before the full solve's
 
 # docs/solver.md, Heuristics: Outer shell, Workspace map
 FARTHEST_SAMPLES = 200  # random poses besides the restart seeds to find the farthest reach
