@@ -297,13 +297,17 @@ class TestSplitSolve:
         assert exact >= 55
 
     def test_wrist_limits_that_fit_no_solution_leave_the_pose_to_the_whole_arm(self):
-        # A wrist pitch held at 0.5 rad: the closed form's angle is never exactly that.
+        # A wrist pitch held at 0.5 rad, the target's at 0.5002 rad: the closed form's
+        # angles are exact, so none fits the limits.
         arm = demo_arm()
         lower, upper = arm.lower.copy(), arm.upper.copy()
         lower[4] = upper[4] = 0.5
         held = arm.with_limits(lower, upper)
-        result = reached(held, IkSolver(held),
-                         held.clip(np.array([0.4, 0.3, 1.0, 0.2, 0.5, -0.7])))
+        position, xyzw, rotation = pose_target(arm, np.array([0.4, 0.3, 1.0, 0.2, 0.5002, -0.7]))
+        result = IkSolver(held).solve(position, orientation=xyzw)
+        assert_within_limits(held, result.q)
+        assert_errors_measured_by_forward_kinematics(held, result, position, rotation, 'full')
+        assert result.reached
         assert result.orientation_error > EXACT     # within the tolerance, by closing steps
 
     def test_a_tight_iteration_cap_leaves_the_whole_arm_its_share(self):

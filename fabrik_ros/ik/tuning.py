@@ -87,6 +87,8 @@ BEYOND_SHELL = 0.01     # of the reach: a target this far beyond the farthest re
 # docs/solver.md, Heuristics: Wrist splits
 WRIST_RESTARTS = 2      # restarts of the wrist centre's solve before the whole arm's
 WRIST_BRANCHES = 2      # solves from other seeds where the wrist's limits rule a branch out
+FREE_STEP = 0.5         # radians: a redundant shoulder joint's step where its seed angle fits none
+FREE_STEPS = 6          # ... steps either way tried before the iterative solve of the centre
 
 # docs/solver.md, Heuristics: Caches
 KEPT_WEIGHTS = 16       # sets of subtree weights a tree keeps (one per targeted subset)

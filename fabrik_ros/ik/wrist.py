@@ -229,6 +229,113 @@ def _cross(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
+class Shoulder(NamedTuple):
+    """
+    An arm above a wrist whose joints but the last turn about axes through one point.
+
+    The shoulder: two or three joints whose axes meet in one point S, then an elbow joint;
+    the tip (the wrist centre) keeps a distance from S that the elbow's angle alone sets
+    (subproblem 3), and the shoulder turns it onto the target's direction (subproblem 2).
+    With three shoulder joints the middle-but-last one (the arm's third) is redundant: it
+    is given. All at q = 0, base frame (metres).
+    """
+
+    axes: tuple[tuple[float, float, float], ...]  # the shoulder's axes
+    arm: tuple[tuple[float, float, float], ...]  # all the arm's axes
+    point: tuple[float, float, float]   # S, where they meet
+    elbow: tuple[tuple[float, float, float], tuple[float, float, float]]  # axis, a point
+    lever: tuple[float, float, float]   # the tip from the elbow's point
+    sinusoid: tuple[float, float, float]  # |tip - S|^2 = c - a cos t - b sin t: (a, b, c)
+
+
+def spherical_shoulder(arm: Chain, tolerance: float) -> Shoulder | None:
+    """
+    Return the shoulder's constants of an arm above a wrist, None if it has no such shoulder.
+
+    Three or four revolute joints in a row, one effector on the last; all but the last
+    axis passing within _CENTRE_OFF tolerances (metres) of one point, the first two not
+    parallel, and the last joint changing the tip's distance from that point.
+    """
+    joints, k = arm.joints, len(arm.joints)
+    if k not in (3, 4) or arm.dof != k or len(arm.effectors) != 1 \
+            or arm.effectors[0].parent != k - 1 or any(joint.prismatic for joint in joints) \
+            or any(joint.parent != index - 1 for index, joint in enumerate(joints)):
+        return None
+    zero = np.zeros(k)
+    kinematics = arm.forward(zero)
+    points, axes = kinematics.positions, kinematics.axes
+    if abs(float(axes[0] @ axes[1])) > 1.0 - _PARALLEL:
+        return None
+    normals = [np.eye(3) - np.outer(axis, axis) for axis in axes[:-1]]
+    point = np.linalg.solve(sum(normals), sum(m @ p for m, p in zip(normals, points)))
+    if max(np.linalg.norm(m @ (point - p)) for m, p in zip(normals, points)) \
+            > _CENTRE_OFF * tolerance:
+        return None
+    elbow, at = axes[-1], points[-1]
+    lever = arm.tip_position(zero) - at
+    along = float(lever @ elbow) * elbow
+    v, across = at - point, lever - along
+    a, b = -2.0 * float(v @ across), -2.0 * float(v @ np.cross(elbow, across))
+    if math.hypot(a, b) < _CENTRE_OFF * tolerance * tolerance:
+        return None
+    arm_axes = tuple(tuple(float(x) for x in axis) for axis in axes)
+    return Shoulder(arm_axes[:-1], arm_axes, tuple(float(x) for x in point),
+                    (tuple(float(x) for x in elbow), tuple(float(x) for x in at)),
+                    tuple(float(x) for x in lever),
+                    (a, b, float(v @ v + lever @ lever + 2.0 * v @ along)))
+
+
+def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None,
+                    seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
+                    ) -> list[list[float]]:
+    """
+    Return the arm's joint angles that put its tip at a point: up to four, within the limits.
+
+    free: the redundant joint's angle (a three-joint shoulder), None for two. Each angle
+    is turned by whole turns where that brings it inside the limits, nearest the seed;
+    solutions that no turn fits are left out.
+    """
+    sx, sy, sz = shoulder.point
+    dx, dy, dz = tip[0] - sx, tip[1] - sy, tip[2] - sz
+    squared = dx * dx + dy * dy + dz * dz
+    if squared < 1e-24:
+        return []
+    scale = 1.0 / math.sqrt(squared)
+    toward = (dx * scale, dy * scale, dz * scale)
+    a, b, c = shoulder.sinusoid
+    (elbow, (ex, ey, ez)), lever = shoulder.elbow, shoulder.lever
+    a1, a2 = shoulder.axes[:2]
+    found = []
+    for te in _sinusoid_roots(-a, -b, c - squared):
+        lx, ly, lz = _turned(elbow, te, lever)
+        p = (ex + lx - sx, ey + ly - sy, ez + lz - sz)
+        if free is not None:
+            p = _turned(shoulder.axes[2], free, p)
+        norm = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
+        p = (p[0] / norm, p[1] / norm, p[2] / norm)
+        for t1, t2 in _carry(a1, a2, p, toward):
+            angles = (t1, t2, te) if free is None else (t1, t2, free, te)
+            fitted = [_within(t, s, lo, hi) for t, s, lo, hi in zip(angles, seed, lower, upper)]
+            if None not in fitted:
+                found.append(fitted)
+    return found
+
+
+
+def turned_back(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
+                vectors: Sequence[Sequence[float]]) -> list[tuple[float, float, float]]:
+    """
+    Return the vectors turned back by joints in a row: (R(a1, t1) ... R(ak, tk))^T v.
+
+    axes: unit axes at q = 0, base frame (a product of exponentials: the turns of joints in
+    a row compose in this order whatever the joints' offsets).
+    """
+    turned = list(vectors)
+    for axis, angle in zip(axes, angles):
+        turned = [_turned(axis, -angle, v) for v in turned]
+    return turned
+
+
 class OffsetWrist(NamedTuple):
     """
     An arm of the UR family, whose full poses have a closed form (Hawkins 2013).
