@@ -57,8 +57,9 @@ class _Tracking:
         goal = targets[0]
         tolerance = self.tolerance
         if not effector.path or \
-                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance:
-            return None
+                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance \
+                or math.dist(goal, start.points[effector.point]) > self.closing_radius:
+            return None     # (the excess is at least the distance: a cold seed, told cheaply)
         objective, error = _one_effector_fit(start, goal, effector.point, orientations)
         excess = max(math.sqrt(objective), 1e-15)
         if excess > self.closing_radius:

@@ -449,19 +449,41 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     z = arm.zero
     relative = [r[i] * z[j] + r[i + 1] * z[j + 1] + r[i + 2] * z[j + 2]
                 for i in (0, 3, 6) for j in (0, 3, 6)]
-    solutions: list[tuple[float, ...]] = []
+    branches: list[tuple[float, ...]] = []
     for t1 in _sinusoid_roots(a, b, along + plane):
-        _offset_branches(arm, t1, (wx, wy, wz), relative, solutions)
-    return _nearest(solutions, seed, lower, upper)
+        _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
+    # The wrist's branches nearest the seed first (their first, fifth and sixth angles):
+    # the shoulder's and elbow's part of the distance only adds to theirs.
+    s1, s5, s6 = seed[0], seed[4], seed[5]
+    nearest = []
+    for t1, t234, t5, t6, goal in branches:
+        f1, f5, f6 = (_within(t1, s1, lower[0], upper[0]), _within(t5, s5, lower[4], upper[4]),
+                      _within(t6, s6, lower[5], upper[5]))
+        if f1 is not None and f5 is not None and f6 is not None:
+            nearest.append(((f1 - s1) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2, f1, t234, f5, f6,
+                            goal))
+    nearest.sort()
+    best, distance = None, math.inf
+    s3, s4 = arm.signs
+    middle = seed[1:4], lower[1:4], upper[1:4]
+    for moved, t1, t234, t5, t6, goal in nearest:
+        if moved >= distance:
+            break
+        solutions = [(t2, t3, s4 * (t234 - t2 - s3 * t3)) for t2, t3 in _planar_pair(arm, goal)]
+        fitted = _nearest(solutions, *middle, distance - moved)
+        if fitted is not None:
+            best, distance = [t1, *fitted[0], t5, t6], moved + fitted[1]
+    return best
 
 
 def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
-                     relative: Sequence[float], solutions: list[tuple[float, ...]]) -> None:
+                     relative: Sequence[float], branches: list[tuple]) -> None:
     """
-    Append the solutions with the first joint at t1 (up to four: wrist, elbow either way).
+    Append the wrist's branches with the first joint at t1 (up to two): t1, t234, t5, t6.
 
-    w: the corner (where the last two axes meet) from the first axis's point; relative:
-    the target rotation times the tool's at zero, transposed.
+    And the goal of the shoulder and elbow (see _planar_pair). w: the corner (where the
+    last two axes meet) from the first axis's point; relative: the target rotation times
+    the tool's at zero, transposed.
     """
     (ax, ay, az), _ = arm.first
     c, s = math.cos(t1), math.sin(t1)
@@ -486,20 +508,24 @@ def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
     gy = b3 * wx + b4 * wy + b5 * wz + sy
     gz = b6 * wx + b7 * wy + b8 * wz + sz
     reach = arm.reach
-    s3, s4 = arm.signs
     for t234, t5 in _carry(n, fifth, sixth, _apply(turn, sixth)):
         t6 = _turn_angle(sixth, across, _turned(fifth, -t5, _turned(n, -t234, carried)))
         # The fourth axis meets the fifth where the fifth, turned, leads back from the
-        # corner; the shoulder and elbow bring it there.
+        # corner; the shoulder and elbow bring it there (see _planar_pair).
         fx, fy, fz = _turned(n, t234, fifth)
-        for t2, t3 in _planar_pair(arm, (gx - reach * fx, gy - reach * fy, gz - reach * fz)):
-            solutions.append((t1, t2, t3, s4 * (t234 - t2 - s3 * t3), t5, t6))
+        branches.append((t1, t234, t5, t6, (gx - reach * fx, gy - reach * fy, gz - reach * fz)))
 
 
 def _nearest(solutions: list[tuple[float, ...]], seed: Sequence[float],
-             lower: Sequence[float], upper: Sequence[float]) -> list[float] | None:
-    """Return the solution nearest the seed within the limits (as _nearer), None if none."""
-    best, distance = None, math.inf
+             lower: Sequence[float], upper: Sequence[float], bound: float = math.inf
+             ) -> tuple[list[float], float] | None:
+    """
+    Return the solution nearest the seed within the limits (as _nearer), and its distance.
+
+    Each angle is turned by whole turns where that brings it inside the limits; None if
+    none fits, or none is nearer than bound (radians squared).
+    """
+    best, distance = None, bound
     for angles in solutions:
         fitted, moved = [], 0.0
         for t, s, lo, hi in zip(angles, seed, lower, upper):
@@ -515,7 +541,7 @@ def _nearest(solutions: list[tuple[float, ...]], seed: Sequence[float],
             fitted.append(value)
         else:
             best, distance = fitted, moved
-    return best
+    return (best, distance) if best is not None else None
 
 
 def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, float]]:
