@@ -321,7 +321,6 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     return found
 
 
-
 def turned_back(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
                 vectors: Sequence[Sequence[float]]) -> list[tuple[float, float, float]]:
     """
