@@ -69,13 +69,15 @@ SADDLE_EXCESS = 0.5     # of the reach: this far above its floor an attempt may 
 NUDGE = 0.1             # radians: how far a retry out of reach turns each joint
 STOP_RETRIES = 2        # out of reach: retries from random seeds while a root stays at a stop
 
+# docs/solver.md, Heuristics: Tracking fast path
+TRACK_STEPS = 3         # closing steps the lean tracking path takes before the full solve's
+
 # docs/solver.md, Heuristics: Confirming restarts, Tracking keeps its branch
 RESTART_SEED = 20111    # the restart seeds' random generator seed: solves are reproducible
 RESTART_ERROR = 10.0    # tolerances: the default restart_error ...
 RESTART_ERROR_REACH = 1e-3  # ... but at most this share of the reach (small robots)
 AGREE = 1e-3            # of the reach (at least a tolerance): restarts this close agree
 UNREACHABLE_AFTER = 2   # default unreachable_after per effector sharing joints (redundant)
-TRACK_STEPS = 3         # closing steps the lean tracking path takes before the full solve's
 
 # docs/solver.md, Heuristics: Outer shell, Workspace map
 FARTHEST_SAMPLES = 200  # random poses besides the restart seeds to find the farthest reach
