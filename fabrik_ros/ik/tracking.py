@@ -72,32 +72,32 @@ class _Tracking:
         while error > tolerance and excess > STALL * tolerance:
             if len(history) > TRACK_STEPS or deadline < math.inf and self.clock() >= deadline:
                 return None
-            step = self._track_step(tree, state, goal, orientations, excess, damping,
-                                    len(history) == 1)
+            step = self._track_step(tree, state, goal, orientations, objective, excess,
+                                    damping, len(history) == 1)
             if step is None:
                 return None
-            state, used = step
-            new_objective, new_error = _one_effector_fit(state, goal, effector.point,
-                                                         orientations)
-            new_excess = max(math.sqrt(new_objective), 1e-15)
-            gained = excess - new_excess
-            stall = EXPLORE_STALL
-            if orientations is not None and len(history) > 1 and new_error > self.restart_error:
-                stall = POSE_STALL
-            stalled = gained < STALL * tolerance + STALL_RELATIVE * error + stall * excess
-            objective, error, excess = new_objective, new_error, new_excess
+            state, used, objective, new_error = step
             history.append(math.sqrt(objective))
-            if stalled and error > tolerance:
-                return None
+            new_excess = max(history[-1], 1e-15)
+            if new_error > tolerance:   # the stall test: a step gaining too little ends it
+                stall = POSE_STALL if orientations is not None and len(history) > 2 \
+                    and new_error > self.restart_error else EXPLORE_STALL
+                if excess - new_excess < STALL * tolerance + STALL_RELATIVE * error \
+                        + stall * excess:
+                    return None
+            error, excess = new_error, new_excess
             damping = max(used * 0.1, DAMPING_MIN)
         return self._result(state, tree, targets, rotations, _Steps(
             0, len(history) - 1, 0, initial, initial, history, None, False), orientations)
 
     def _track_step(self, tree: _Tree, state: _State, goal: tuple[float, float, float],
-                    orientations: _Orientations | None, excess: float, damping: float,
-                    steer: bool) -> tuple[_State, float] | None:
+                    orientations: _Orientations | None, objective: float, excess: float,
+                    damping: float, steer: bool
+                    ) -> tuple[_State, float, float, float] | None:
         """
-        Return the state after one closing step and the damping it took, None if none lowers.
+        Return the state after one closing step, the damping it took, its objective and error.
+
+        None if no damping lowers the objective.
 
         As _ClosingSteps._closing_step for one effector at weight 1 within reach: the
         damping rises tenfold until the error falls (a push that costs more than the step
@@ -113,14 +113,14 @@ class _Tracking:
             rows[0]) else self.limits.steering(state.q, rows, residual, steer)
         aim = _pushed(rows, residual, push) if push else residual
         floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
-        objective = excess * excess
-        scale = objective
+        scale = excess * excess
         while damping <= DAMPING_MAX:
             q = self.limits.limited_step(state.q, rows, aim, weights, push,
                                          max(damping * scale, floor))[0]
             candidate = tree.sweep(q, _ORIGIN)
-            if _one_effector_fit(candidate, goal, effector.point, orientations)[0] < objective:
-                return candidate, damping
+            fit = _one_effector_fit(candidate, goal, effector.point, orientations)
+            if fit[0] < objective:
+                return candidate, damping, fit[0], fit[1]
             if push:
                 push, aim = [], residual
                 continue
