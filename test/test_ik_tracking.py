@@ -13,11 +13,12 @@
 # limitations under the License.
 
 """
-Specification of the tracking path: a seed already close is answered by one closing step.
+Specification of the tracking path: a seed already close is answered by a few closing steps.
 
 A single-effector solve whose seed is within the closing radius of a reachable target takes
-a lean path (no FABRIK, no passes, no restarts: what the full solve would do from there)
-and falls back to the full solve from the same seed whenever that one step is not enough.
+a lean path (no FABRIK, no passes, no restarts: what the full solve would do from there, at
+most TRACK_STEPS closing steps) and falls back to the full solve from the same seed whenever
+those steps are not enough.
 Either way the answer is the full solve's, to the bit. A traced solve always runs the full
 solve, which these tests use as the reference.
 """
@@ -26,7 +27,8 @@ import math
 
 from fabrik_ros.chain import quaternion_from_rotation
 from fabrik_ros.ik import IkResult, IkSolver
-from fabrik_ros.ik import solver as solver_module
+from fabrik_ros.ik import solver as solver_module, tracking as tracking_module
+from fabrik_ros.ik.tuning import TRACK_STEPS
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
@@ -140,11 +142,24 @@ class TestTakesTheLeanPath:
                                      orientation=quaternion_from_rotation(pose[:3, :3]))
         assert full.count == 0 and result.reached and result.closing_steps == 1
 
+    def test_a_seed_a_few_steps_away_is_answered_without_the_full_solve(self, monkeypatch):
+        arm = demo_arm()
+        seed = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
+        target = arm.tip_position(seed + 0.05)     # 65 mm away: two steps
+        reference = IkSolver(arm).solve(target, seed, trace=True)
+        full = FullSolves(monkeypatch)
+        result = IkSolver(arm).solve(target, seed)
+        assert full.count == 0
+        assert 2 <= result.closing_steps <= TRACK_STEPS and result.fabrik_iterations == 0
+        assert_same_answer(result, reference)
+
     @pytest.mark.parametrize('case', ['two steps', 'far seed', 'out of reach', 'traced'])
-    def test_the_full_solve_runs_from_the_same_seed_when_one_step_is_not_enough(
+    def test_the_full_solve_runs_from_the_same_seed_when_the_lean_steps_are_not_enough(
             self, monkeypatch, case):
         arm = demo_arm()
         seed = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
+        if case == 'two steps':     # more steps than the lean path takes
+            monkeypatch.setattr(tracking_module, 'TRACK_STEPS', 1)
         target = {'two steps': arm.tip_position(seed + 0.05),
                   'far seed': arm.tip_position(pose_in_limits(arm, [0.1, 0.9, 0.2] * 2)),
                   'out of reach': arm.tip_position(seed) * 3.0,

@@ -23,8 +23,9 @@ import math
 
 from fabrik_ros.chain import (Chain, Effector, Joint, rotation_about_axis, rotation_from_rpy)
 from fabrik_ros.ik import IkResult, IkSolver
-from fabrik_ros.ik.wrist import (offset_wrist, offset_wrist_angles, split_at_wrist,
-                                 wrist_angles, wrist_pointing)
+from fabrik_ros.ik.wrist import (offset_wrist, offset_wrist_angles, shoulder_angles,
+                                 spherical_shoulder, split_at_wrist, wrist_angles,
+                                 wrist_pointing)
 from hypothesis import assume, given, settings, strategies as st
 import numpy as np
 import pytest
@@ -117,6 +118,80 @@ def ur_like_arm(real: Real) -> Chain:
     tool = Effector('tool', 5, np.array([real(-0.1, 0.1) for _ in range(3)]),
                     rotation_from_rpy([real(-math.pi, math.pi) for _ in range(3)]))
     return Chain('base', joints, [tool])
+
+
+def shoulder_arm(real: Real, redundant: bool) -> Chain:
+    """
+    Return a random arm with a spherical shoulder, an elbow and a spherical wrist.
+
+    Two shoulder joints (three where redundant, like the KUKA iiwa's) about random axes,
+    no two in a row near parallel, all through the first joint's origin (the second there,
+    the third on its own axis 0-0.3 m on); an elbow 0.2-0.4 m on, its axis across that
+    link; the wrist centre 0.2-0.4 m beyond, across the elbow's axis; then a random
+    spherical wrist and tool (with_spherical_wrist). Limits of at least 1 rad either way.
+    """
+    def limits():
+        return real(-math.pi, -1.0), real(1.0, math.pi)
+
+    def across(v: np.ndarray) -> np.ndarray:
+        w = np.cross(v, unit_vector(real))
+        if np.linalg.norm(w) < 0.1:
+            w = np.cross(v, [1.0, 0.0, 0.0] if abs(v[0]) < 0.9 else [0.0, 1.0, 0.0])
+        return w / np.linalg.norm(w)
+
+    axes = wrist_axes(real)[:3 if redundant else 2]
+    offsets = [[0.0, 0.0, real(0.1, 0.3)], [0.0, 0.0, 0.0], real(0.0, 0.3) * axes[-1]]
+    joints = [Joint(f'shoulder_{index}', index - 1, offset, np.eye(3), axis, *limits())
+              for index, (offset, axis) in enumerate(zip(offsets, axes))]
+    link = unit_vector(real)
+    elbow = across(link)
+    joints.append(Joint('elbow', len(joints) - 1, link * real(0.2, 0.4), np.eye(3), elbow,
+                        *limits()))
+    centre = Effector('centre', len(joints) - 1, across(elbow) * real(0.2, 0.4))
+    return with_spherical_wrist(Chain('base', joints, [centre]), real, continuous=False)
+
+
+class TestShoulder:
+    """A spherical shoulder and an elbow above a spherical wrist: the arm in closed form."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.data(), st.booleans())
+    def test_the_shoulder_puts_the_centre_anywhere_it_reaches(self, data, redundant):
+        real, _ = hypothesis_draws(data.draw)
+        arm = split_at_wrist(shoulder_arm(real, redundant), 1e-4).arm
+        shoulder = spherical_shoulder(arm, 1e-4)
+        assert shoulder is not None
+        q, seed = random_pose(arm, real), random_pose(arm, real)
+        centre = arm.tip_position(q)
+        found = shoulder_angles(shoulder, centre.tolist(), q[2] if redundant else None,
+                                seed.tolist(), arm.lower.tolist(), arm.upper.tolist())
+        # The pose drawn is one of the (up to four) solutions, each angle within a turn.
+        assert any(np.allclose(np.remainder(np.array(angles) - q + math.pi, 2 * math.pi),
+                               math.pi, atol=1e-6) for angles in found)
+        for angles in found:
+            assert_within_limits(arm, np.array(angles))
+            np.testing.assert_allclose(arm.tip_position(np.array(angles)), centre, atol=1e-9)
+
+    def test_arms_whose_shoulder_axes_miss_each_other_have_none(self):
+        arm = split_at_wrist(demo_arm(), 1e-4).arm
+        assert spherical_shoulder(arm, 1e-4) is not None
+        joints = list(arm.joints)
+        shifted = joints[1]
+        joints[1] = Joint(shifted.name, shifted.parent, shifted.origin_xyz + [1e-6, 0.0, 0.0],
+                          shifted.origin_rotation, shifted.axis, shifted.lower, shifted.upper)
+        assert spherical_shoulder(Chain(arm.base_link, joints, arm.effectors), 1e-4) is None
+
+    def test_an_iiwa_like_arm_reaches_cold_poses_exactly_its_redundant_joint_kept(self):
+        real, _ = plain_draws(29)
+        arm = shoulder_arm(real, redundant=True)
+        solver = IkSolver(arm)
+        for _ in range(40):
+            # The seed's redundant angle is the drawn pose's: a solution keeps it.
+            q, seed = random_pose(arm, real), random_pose(arm, real)
+            seed[2] = q[2]
+            result = reached(arm, solver, q, seed)
+            assert result.orientation_error < EXACT and result.error < 1e-9
+            assert result.q[2] == seed[2]
 
 
 class TestWristAngles:
@@ -297,13 +372,17 @@ class TestSplitSolve:
         assert exact >= 55
 
     def test_wrist_limits_that_fit_no_solution_leave_the_pose_to_the_whole_arm(self):
-        # A wrist pitch held at 0.5 rad: the closed form's angle is never exactly that.
+        # A wrist pitch held at 0.5 rad, the target's at 0.5002 rad: the closed form's
+        # angles are exact, so none fits the limits.
         arm = demo_arm()
         lower, upper = arm.lower.copy(), arm.upper.copy()
         lower[4] = upper[4] = 0.5
         held = arm.with_limits(lower, upper)
-        result = reached(held, IkSolver(held),
-                         held.clip(np.array([0.4, 0.3, 1.0, 0.2, 0.5, -0.7])))
+        position, xyzw, rotation = pose_target(arm, np.array([0.4, 0.3, 1.0, 0.2, 0.5002, -0.7]))
+        result = IkSolver(held).solve(position, orientation=xyzw)
+        assert_within_limits(held, result.q)
+        assert_errors_measured_by_forward_kinematics(held, result, position, rotation, 'full')
+        assert result.reached
         assert result.orientation_error > EXACT     # within the tolerance, by closing steps
 
     def test_a_tight_iteration_cap_leaves_the_whole_arm_its_share(self):

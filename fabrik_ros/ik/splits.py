@@ -33,8 +33,9 @@ from .orientations import _Orientations
 from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _apply, _IDENTITY, _ORIGIN, _product, _transposed, _turn
-from .tuning import WRIST_BRANCHES, WRIST_RESTARTS
-from .wrist import (offset_wrist, offset_wrist_angles, OffsetWrist, split_at_wrist, wrist_angles,
+from .tuning import FREE_STEP, FREE_STEPS, WRIST_BRANCHES, WRIST_RESTARTS
+from .wrist import (offset_wrist, offset_wrist_angles, OffsetWrist, shoulder_angles,
+                    spherical_shoulder, split_at_wrist, turned_back, wrist_angles,
                     wrist_pointing)
 
 if TYPE_CHECKING:
@@ -144,6 +145,11 @@ class _Wrist(_Split):
         effector = arm._tree.effectors[0]
         # The arm's fixed point and its reach: a centre farther away is out of reach.
         self.anchor, self.reach = arm._tree.neutral.points[effector.anchor], effector.reach
+        # A spherical shoulder puts the arm's angles in closed form too (see _closed_form).
+        self.shoulder = spherical_shoulder(arm.chain, solver.tolerance)
+        # The frame of the joint above the wrist at q = 0, transposed (see _closed_form).
+        self.above_zero = _transposed(solver._tree.sweep([0.0] * solver.chain.dof,
+                                                         _ORIGIN).frames[self.k - 1])
 
     @classmethod
     def of(cls, solver: IkSolver, max_restarts: int,
@@ -180,6 +186,11 @@ class _Wrist(_Split):
         else:
             toward = _apply(rotation, self.tool_axis)
         lower, upper = self.lower[k:], self.upper[k:]
+        if self.shoulder is not None:
+            q = self._closed_form(tree, start, centre,
+                                  turn if self.tool_axis is None else toward)
+            if q is not None:
+                return q, counts, math.nan
         # From the seed's branch, then from others where the wrist's limits rule it out.
         for attempt, seed in enumerate([start.q[:k]] + self.branches):
             # At most half the iterations, so that the whole arm's solve keeps the rest.
@@ -203,6 +214,53 @@ class _Wrist(_Split):
             if angles is not None:
                 return q + angles, counts, arm.fabrik_error
         return None, counts, math.nan
+
+    def _closed_form(self, tree: _Tree, start: _State, centre: tuple[float, float, float],
+                     aim: tuple[float, ...]) -> list[float] | None:
+        """
+        Return the whole arm's angles in closed form (a spherical shoulder), None if none fit.
+
+        aim: the wrist's turn ('full') or the tool axis's target direction ('axis'). Of the
+        arm's solutions (elbow and shoulder either way) and the wrist's, the one nearest the
+        seed within the limits; a redundant shoulder joint keeps its seed angle, or where
+        no solution fits there, the nearest of FREE_STEPS steps either way that fits.
+        """
+        k, seed = self.k, start.q
+        lower, upper = self.lower, self.upper
+        wrist_seed, wrist_lower, wrist_upper = seed[k:], lower[k:], upper[k:]
+        frees: list[float | None] = [None]
+        if len(self.shoulder.axes) == 3:
+            free, low, high = seed[2], lower[2], upper[2]
+            frees = [value for step in range(FREE_STEPS + 1)
+                     for value in ((free + step * FREE_STEP, free - step * FREE_STEP)
+                                   if step else (free,)) if low <= value <= high]
+        columns = [aim[0::3], aim[1::3], aim[2::3]] if self.tool_axis is None else []
+        for free in frees:
+            best, distance = None, math.inf
+            # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
+            for moved, q in sorted(
+                    (sum((t - s) ** 2 for t, s in zip(q, seed)), q) for q in shoulder_angles(
+                        self.shoulder, centre, free, seed[:k], lower[:k], upper[:k])):
+                if moved >= distance:
+                    break
+                # The wrist's turn in the frame of the joint above it (see pose_angles).
+                if self.tool_axis is None:
+                    c0, c1, c2 = turned_back(self.shoulder.arm, q, columns)
+                    angles = wrist_angles(self.axes, _product(self.above_zero, (
+                        c0[0], c1[0], c2[0], c0[1], c1[1], c2[1], c0[2], c1[2], c2[2])),
+                        wrist_seed, wrist_lower, wrist_upper)
+                else:
+                    angles = wrist_pointing(
+                        self.axes, self.along, _apply(self.above_zero, turned_back(
+                            self.shoulder.arm, q, [aim])[0]), wrist_seed, wrist_lower,
+                        wrist_upper)
+                if angles is not None:
+                    moved += sum((t - s) ** 2 for t, s in zip(angles, wrist_seed))
+                    if moved < distance:
+                        best, distance = q + angles, moved
+            if best is not None:
+                return best
+        return None
 
 
 class _OffsetWrist(_Split):

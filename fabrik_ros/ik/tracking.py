@@ -14,7 +14,7 @@
 
 
 """
-The lean path of tracking: one closing step from a seed already close to its target.
+The lean path of tracking: a few closing steps from a seed already close to its target.
 
 It answers exactly what the full solve would from such a seed, without the full solve's
 bookkeeping (groups, passes, scores, budgets); where the full solve would do more it
@@ -31,7 +31,8 @@ from .orientations import _one_effector_fit, _Orientations
 from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _ORIGIN
-from .tuning import DAMPING_FLOOR, DAMPING_START, POSE_DAMPING_FLOOR, STALL
+from .tuning import (DAMPING_FLOOR, DAMPING_MAX, DAMPING_MIN, DAMPING_START, EXPLORE_STALL,
+                     POSE_DAMPING_FLOOR, POSE_STALL, STALL, STALL_RELATIVE, TRACK_STEPS)
 
 
 class _Tracking:
@@ -44,45 +45,84 @@ class _Tracking:
         Return the answer for a seed already close to its target (tracking), or None.
 
         The lean path of a single effector on a pinned root: what the full solve does from
-        such a seed (no FABRIK, one closing step with the same damping, limit steering and
-        clamping, no restart) without its bookkeeping (groups, passes, scores, budgets).
-        None when the full solve would do more: the target beyond reach, the seed farther
-        than _track_radius (one step would likely not do), the time budget spent, or the
-        step not lowering the error to the tolerance; the full solve then starts from the
-        same seed.
+        a seed within the closing radius (no FABRIK, closing steps with the same damping
+        schedule, limit steering on the first and clamping, no restart) without its
+        bookkeeping (groups, passes, scores, budgets), for at most TRACK_STEPS steps.
+        None when the full solve would do more: the target beyond reach, the seed outside
+        the closing radius, the time budget spent, a step that stalls or finds no damping
+        lowering the error, or TRACK_STEPS steps short of the tolerance; the full solve
+        then starts from the same seed.
         """
         effector = tree.effectors[0]
         goal = targets[0]
         tolerance = self.tolerance
         if not effector.path or \
-                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance:
-            return None
+                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance \
+                or math.dist(goal, start.points[effector.point]) > self.closing_radius:
+            return None     # (the excess is at least the distance: a cold seed, told cheaply)
         objective, error = _one_effector_fit(start, goal, effector.point, orientations)
         excess = max(math.sqrt(objective), 1e-15)
-        if excess > self._track_radius:
+        if excess > self.closing_radius:
             return None
+        initial = error
         history = [math.sqrt(objective)]
         state = start
-        # Open (_Solve._open; with weight 1 the excess is at least the error).
-        if error > tolerance and excess > STALL * tolerance:
-            if deadline < math.inf and self.clock() >= deadline:
+        damping = DAMPING_START
+        # The closing stage (_Solve._closing_stage) while the target is open.
+        while error > tolerance and excess > STALL * tolerance:
+            if len(history) > TRACK_STEPS or deadline < math.inf and self.clock() >= deadline:
                 return None
-            rows = tree.jacobian(start, False, [0])
-            x, y, z = start.points[effector.point]
-            residual = [goal[0] - x, goal[1] - y, goal[2] - z]
-            if orientations is not None:
-                orientations.extend(start, rows, residual)
-            weights, push = ([], []) if orientations is not None and len(rows) >= len(
-                rows[0]) else self.limits.steering(start.q, rows, residual, True)
-            aim = _pushed(rows, residual, push) if push else residual
-            floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
-            q = self.limits.limited_step(start.q, rows, aim, weights, push,
-                                         max(DAMPING_START * excess ** 2, floor))[0]
-            state = tree.sweep(q, _ORIGIN)
-            new_objective, new_error = _one_effector_fit(state, goal, effector.point,
-                                                         orientations)
-            if new_objective >= objective or new_error > tolerance:
+            step = self._track_step(tree, state, goal, orientations, objective, excess,
+                                    damping, len(history) == 1)
+            if step is None:
                 return None
-            history.append(math.sqrt(new_objective))
+            state, used, objective, new_error = step
+            history.append(math.sqrt(objective))
+            new_excess = max(history[-1], 1e-15)
+            if new_error > tolerance:   # the stall test: a step gaining too little ends it
+                stall = POSE_STALL if orientations is not None and len(history) > 2 \
+                    and new_error > self.restart_error else EXPLORE_STALL
+                if excess - new_excess < STALL * tolerance + STALL_RELATIVE * error \
+                        + stall * excess:
+                    return None
+            error, excess = new_error, new_excess
+            damping = max(used * 0.1, DAMPING_MIN)
         return self._result(state, tree, targets, rotations, _Steps(
-            0, len(history) - 1, 0, error, error, history, None, False), orientations)
+            0, len(history) - 1, 0, initial, initial, history, None, False), orientations)
+
+    def _track_step(self, tree: _Tree, state: _State, goal: tuple[float, float, float],
+                    orientations: _Orientations | None, objective: float, excess: float,
+                    damping: float, steer: bool
+                    ) -> tuple[_State, float, float, float] | None:
+        """
+        Return the state after one closing step, the damping it took, its objective and error.
+
+        None if no damping lowers the objective.
+
+        As _ClosingSteps._closing_step for one effector at weight 1 within reach: the
+        damping rises tenfold until the error falls (a push that costs more than the step
+        gains is dropped first), up to DAMPING_MAX.
+        """
+        effector = tree.effectors[0]
+        rows = tree.jacobian(state, False, [0])
+        x, y, z = state.points[effector.point]
+        residual = [goal[0] - x, goal[1] - y, goal[2] - z]
+        if orientations is not None:
+            orientations.extend(state, rows, residual)
+        weights, push = ([], []) if orientations is not None and len(rows) >= len(
+            rows[0]) else self.limits.steering(state.q, rows, residual, steer)
+        aim = _pushed(rows, residual, push) if push else residual
+        floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
+        scale = excess * excess
+        while damping <= DAMPING_MAX:
+            q = self.limits.limited_step(state.q, rows, aim, weights, push,
+                                         max(damping * scale, floor))[0]
+            candidate = tree.sweep(q, _ORIGIN)
+            fit = _one_effector_fit(candidate, goal, effector.point, orientations)
+            if fit[0] < objective:
+                return candidate, damping, fit[0], fit[1]
+            if push:
+                push, aim = [], residual
+                continue
+            damping *= 10.0
+        return None

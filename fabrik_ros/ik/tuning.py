@@ -69,6 +69,9 @@ SADDLE_EXCESS = 0.5     # of the reach: this far above its floor an attempt may 
 NUDGE = 0.1             # radians: how far a retry out of reach turns each joint
 STOP_RETRIES = 2        # out of reach: retries from random seeds while a root stays at a stop
 
+# docs/solver.md, Heuristics: Tracking fast path
+TRACK_STEPS = 3         # closing steps the lean tracking path takes before the full solve's
+
 # docs/solver.md, Heuristics: Confirming restarts, Tracking keeps its branch
 RESTART_SEED = 20111    # the restart seeds' random generator seed: solves are reproducible
 RESTART_ERROR = 10.0    # tolerances: the default restart_error ...
@@ -86,6 +89,8 @@ BEYOND_SHELL = 0.01     # of the reach: a target this far beyond the farthest re
 # docs/solver.md, Heuristics: Wrist splits
 WRIST_RESTARTS = 2      # restarts of the wrist centre's solve before the whole arm's
 WRIST_BRANCHES = 2      # solves from other seeds where the wrist's limits rule a branch out
+FREE_STEP = 0.5         # radians: a redundant shoulder joint's step where its seed angle fits none
+FREE_STEPS = 6          # ... steps either way tried before the iterative solve of the centre
 
 # docs/solver.md, Heuristics: Caches
 KEPT_WEIGHTS = 16       # sets of subtree weights a tree keeps (one per targeted subset)

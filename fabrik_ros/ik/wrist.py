@@ -229,6 +229,112 @@ def _cross(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
+class Shoulder(NamedTuple):
+    """
+    An arm above a wrist whose joints but the last turn about axes through one point.
+
+    The shoulder: two or three joints whose axes meet in one point S, then an elbow joint;
+    the tip (the wrist centre) keeps a distance from S that the elbow's angle alone sets
+    (subproblem 3), and the shoulder turns it onto the target's direction (subproblem 2).
+    With three shoulder joints the middle-but-last one (the arm's third) is redundant: it
+    is given. All at q = 0, base frame (metres).
+    """
+
+    axes: tuple[tuple[float, float, float], ...]  # the shoulder's axes
+    arm: tuple[tuple[float, float, float], ...]  # all the arm's axes
+    point: tuple[float, float, float]   # S, where they meet
+    elbow: tuple[tuple[float, float, float], tuple[float, float, float]]  # axis, a point
+    lever: tuple[float, float, float]   # the tip from the elbow's point
+    sinusoid: tuple[float, float, float]  # |tip - S|^2 = c - a cos t - b sin t: (a, b, c)
+
+
+def spherical_shoulder(arm: Chain, tolerance: float) -> Shoulder | None:
+    """
+    Return the shoulder's constants of an arm above a wrist, None if it has no such shoulder.
+
+    Three or four revolute joints in a row, one effector on the last; all but the last
+    axis passing within _CENTRE_OFF tolerances (metres) of one point, the first two not
+    parallel, and the last joint changing the tip's distance from that point.
+    """
+    joints, k = arm.joints, len(arm.joints)
+    if k not in (3, 4) or arm.dof != k or len(arm.effectors) != 1 \
+            or arm.effectors[0].parent != k - 1 or any(joint.prismatic for joint in joints) \
+            or any(joint.parent != index - 1 for index, joint in enumerate(joints)):
+        return None
+    zero = np.zeros(k)
+    kinematics = arm.forward(zero)
+    points, axes = kinematics.positions, kinematics.axes
+    if abs(float(axes[0] @ axes[1])) > 1.0 - _PARALLEL:
+        return None
+    normals = [np.eye(3) - np.outer(axis, axis) for axis in axes[:-1]]
+    point = np.linalg.solve(sum(normals), sum(m @ p for m, p in zip(normals, points)))
+    if max(np.linalg.norm(m @ (point - p)) for m, p in zip(normals, points)) \
+            > _CENTRE_OFF * tolerance:
+        return None
+    elbow, at = axes[-1], points[-1]
+    lever = arm.tip_position(zero) - at
+    along = float(lever @ elbow) * elbow
+    v, across = at - point, lever - along
+    a, b = -2.0 * float(v @ across), -2.0 * float(v @ np.cross(elbow, across))
+    if math.hypot(a, b) < _CENTRE_OFF * tolerance * tolerance:
+        return None
+    arm_axes = tuple(tuple(float(x) for x in axis) for axis in axes)
+    return Shoulder(arm_axes[:-1], arm_axes, tuple(float(x) for x in point),
+                    (tuple(float(x) for x in elbow), tuple(float(x) for x in at)),
+                    tuple(float(x) for x in lever),
+                    (a, b, float(v @ v + lever @ lever + 2.0 * v @ along)))
+
+
+def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None,
+                    seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
+                    ) -> list[list[float]]:
+    """
+    Return the arm's joint angles that put its tip at a point: up to four, within the limits.
+
+    free: the redundant joint's angle (a three-joint shoulder), None for two. Each angle
+    is turned by whole turns where that brings it inside the limits, nearest the seed;
+    solutions that no turn fits are left out.
+    """
+    sx, sy, sz = shoulder.point
+    dx, dy, dz = tip[0] - sx, tip[1] - sy, tip[2] - sz
+    squared = dx * dx + dy * dy + dz * dz
+    if squared < 1e-24:
+        return []
+    scale = 1.0 / math.sqrt(squared)
+    toward = (dx * scale, dy * scale, dz * scale)
+    a, b, c = shoulder.sinusoid
+    (elbow, (ex, ey, ez)), lever = shoulder.elbow, shoulder.lever
+    a1, a2 = shoulder.axes[:2]
+    found = []
+    for te in _sinusoid_roots(-a, -b, c - squared):
+        lx, ly, lz = _turned(elbow, te, lever)
+        p = (ex + lx - sx, ey + ly - sy, ez + lz - sz)
+        if free is not None:
+            p = _turned(shoulder.axes[2], free, p)
+        norm = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
+        p = (p[0] / norm, p[1] / norm, p[2] / norm)
+        for t1, t2 in _carry(a1, a2, p, toward):
+            angles = (t1, t2, te) if free is None else (t1, t2, free, te)
+            fitted = [_within(t, s, lo, hi) for t, s, lo, hi in zip(angles, seed, lower, upper)]
+            if None not in fitted:
+                found.append(fitted)
+    return found
+
+
+def turned_back(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
+                vectors: Sequence[Sequence[float]]) -> list[tuple[float, float, float]]:
+    """
+    Return the vectors turned back by joints in a row: (R(a1, t1) ... R(ak, tk))^T v.
+
+    axes: unit axes at q = 0, base frame (a product of exponentials: the turns of joints in
+    a row compose in this order whatever the joints' offsets).
+    """
+    turned = list(vectors)
+    for axis, angle in zip(axes, angles):
+        turned = [_turned(axis, -angle, v) for v in turned]
+    return turned
+
+
 class OffsetWrist(NamedTuple):
     """
     An arm of the UR family, whose full poses have a closed form (Hawkins 2013).
@@ -236,7 +342,8 @@ class OffsetWrist(NamedTuple):
     A first joint, three parallel joints (shoulder, elbow, first wrist joint), a fifth axis
     across the fourth and meeting it, a sixth meeting the fifth: the wrist's axes are
     offset, not spherical, but the target pose fixes where the last two meet, and the
-    parallel joints move in planes across their axis. All at q = 0, base frame (metres).
+    parallel joints move in planes across their axis. All at q = 0, base frame (metres);
+    the last fields are constants of the solve worked out once (see offset_wrist_angles).
     """
 
     first: tuple[tuple[float, float, float], tuple[float, float, float]]  # axis, a point
@@ -250,6 +357,14 @@ class OffsetWrist(NamedTuple):
     reach: float                        # from there along the fifth axis to the sixth
     centre: tuple[float, float, float]  # where the fifth axis meets the sixth, tool frame
     zero: tuple[float, ...]             # the tool's rotation
+    across: tuple[float, float, float]  # a direction across the sixth axis
+    plane: tuple[float, float]          # the first axis along n; the first's point from
+    #                                     the meeting point, along n
+    shift: tuple[float, float, float]   # the first axis's point from the second's
+    lever: tuple[float, float, float]   # the meeting point from the third axis, across n
+    offset: tuple[float, float, float]  # the third axis from the second, across n
+    planar: tuple[float, float, float]  # offset . lever, offset . (a3 x lever), and
+    #                                     |offset|^2 + |lever|^2 (see _planar_pair)
 
 
 def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
@@ -285,12 +400,22 @@ def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
     def floats(v: np.ndarray) -> tuple[float, float, float]:
         return tuple(float(x) for x in v)
 
+    def across_n(v: np.ndarray) -> tuple[float, float, float]:
+        return floats(v - float(v @ parallel) * parallel)
+
+    sixth = floats(axes[5])
+    lever, offset = across_n(meet - points[2]), across_n(points[2] - points[1])
     return OffsetWrist(
         (floats(axes[0]), floats(points[0])), floats(parallel),
         (float(np.sign(parallel @ axes[2])), float(np.sign(parallel @ axes[3]))),
         floats(points[1]), (floats(axes[2]), floats(points[2])), floats(axes[4]),
-        floats(axes[5]), floats(meet), float((centre - meet) @ axes[4]),
-        floats(tool[:3, :3].T @ (centre - tool[:3, 3])), tuple(tool[:3, :3].ravel().tolist()))
+        sixth, floats(meet), float((centre - meet) @ axes[4]),
+        floats(tool[:3, :3].T @ (centre - tool[:3, 3])), tuple(tool[:3, :3].ravel().tolist()),
+        _cross(sixth, (1.0, 0.0, 0.0) if abs(sixth[0]) < 0.9 else (0.0, 1.0, 0.0)),
+        (float(axes[0] @ parallel), float((points[0] - meet) @ parallel)),
+        floats(points[0] - points[1]), lever, offset,
+        (_dot(offset, lever), _dot(offset, _cross(floats(axes[2]), lever)),
+         _dot(offset, offset) + _dot(lever, lever)))
 
 
 def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: Sequence[float],
@@ -304,59 +429,138 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     angle turned by whole turns where that brings it inside them, the one nearest the seed;
     None if none (out of reach, or at a singularity: the sixth axis along the parallel ones).
     """
-    (a1, o1), n = arm.first, arm.parallel
+    (ax, ay, az), (ox, oy, oz) = arm.first
+    nx, ny, nz = arm.parallel
     # Where the last two axes meet: fixed by the target. Turned back about the first axis,
     # it lies in the plane the parallel joints keep their points in (the fifth axis is
     # across them): a cos t1 + b sin t1 + c = 0.
-    x, y, z = _apply(rotation, arm.centre)
-    corner = (position[0] + x, position[1] + y, position[2] + z)
-    w = _difference(corner, o1)
-    along = _dot(a1, w) * _dot(a1, n)
-    a, b = _dot(w, n) - along, -_dot(_cross(a1, w), n)
-    c = along + _dot(_difference(o1, arm.meet), n)
-    best, distance = None, math.inf
+    cx, cy, cz = arm.centre
+    r = rotation
+    wx = position[0] + r[0] * cx + r[1] * cy + r[2] * cz - ox
+    wy = position[1] + r[3] * cx + r[4] * cy + r[5] * cz - oy
+    wz = position[2] + r[6] * cx + r[7] * cy + r[8] * cz - oz
+    first_along, plane = arm.plane
+    along = (ax * wx + ay * wy + az * wz) * first_along
+    a = wx * nx + wy * ny + wz * nz - along
+    b = -((ay * wz - az * wy) * nx + (az * wx - ax * wz) * ny + (ax * wy - ay * wx) * nz)
     # The rest of the orientation: a wrist of three axes (the parallel joints' sum, the
     # fifth, the sixth), as a spherical wrist's (see wrist_angles).
-    across = _cross(arm.sixth, (1.0, 0.0, 0.0) if abs(arm.sixth[0]) < 0.9 else (0.0, 1.0, 0.0))
-    relative = _product_transposed(rotation, arm.zero)
-    for t1 in _sinusoid_roots(a, b, c):
-        turn = _untwisted(a1, -t1, relative)
-        carried = _apply(turn, across)
-        for t234, t5 in _carry(n, arm.fifth, arm.sixth, _apply(turn, arm.sixth)):
-            t6 = _turn_angle(arm.sixth, across,
-                             _turned(arm.fifth, -t5, _turned(n, -t234, carried)))
-            # The fourth axis meets the fifth where the fifth, turned, leads back from the
-            # corner; turned back about the first axis, the shoulder and elbow bring it there.
-            fifth = _turned(a1, t1, _turned(n, t234, arm.fifth))
-            meeting = tuple(k - arm.reach * f for k, f in zip(corner, fifth))
-            goal = _turned(a1, -t1, _difference(meeting, o1))
-            goal = _across(_difference(tuple(g + o for g, o in zip(goal, o1)), arm.second), n)
-            for t2, t3 in _planar_pair(arm, goal):
-                t4 = arm.signs[1] * (t234 - t2 - arm.signs[0] * t3)
-                best, distance = _nearer((t1, t2, t3, t4, t5, t6), seed, lower, upper, best,
-                                         distance)
+    z = arm.zero
+    relative = [r[i] * z[j] + r[i + 1] * z[j + 1] + r[i + 2] * z[j + 2]
+                for i in (0, 3, 6) for j in (0, 3, 6)]
+    branches: list[tuple[float, ...]] = []
+    for t1 in _sinusoid_roots(a, b, along + plane):
+        _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
+    # The wrist's branches nearest the seed first (their first, fifth and sixth angles):
+    # the shoulder's and elbow's part of the distance only adds to theirs.
+    s1, s5, s6 = seed[0], seed[4], seed[5]
+    nearest = []
+    for t1, t234, t5, t6, goal in branches:
+        f1, f5, f6 = (_within(t1, s1, lower[0], upper[0]), _within(t5, s5, lower[4], upper[4]),
+                      _within(t6, s6, lower[5], upper[5]))
+        if f1 is not None and f5 is not None and f6 is not None:
+            nearest.append(((f1 - s1) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2, f1, t234, f5, f6,
+                            goal))
+    nearest.sort()
+    best, distance = None, math.inf
+    s3, s4 = arm.signs
+    middle = seed[1:4], lower[1:4], upper[1:4]
+    for moved, t1, t234, t5, t6, goal in nearest:
+        if moved >= distance:
+            break
+        solutions = [(t2, t3, s4 * (t234 - t2 - s3 * t3)) for t2, t3 in _planar_pair(arm, goal)]
+        fitted = _nearest(solutions, *middle, distance - moved)
+        if fitted is not None:
+            best, distance = [t1, *fitted[0], t5, t6], moved + fitted[1]
     return best
+
+
+def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
+                     relative: Sequence[float], branches: list[tuple]) -> None:
+    """
+    Append the wrist's branches with the first joint at t1 (up to two): t1, t234, t5, t6.
+
+    And the goal of the shoulder and elbow (see _planar_pair). w: the corner (where the
+    last two axes meet) from the first axis's point; relative: the target rotation times
+    the tool's at zero, transposed.
+    """
+    (ax, ay, az), _ = arm.first
+    c, s = math.cos(t1), math.sin(t1)
+    v = 1.0 - c
+    # R(a1, -t1), the first joint's turn undone: Rodrigues, row-major.
+    back = (c + ax * ax * v, ay * ax * v + az * s, az * ax * v - ay * s,
+            ax * ay * v - az * s, c + ay * ay * v, az * ay * v + ax * s,
+            ax * az * v + ay * s, ay * az * v - ax * s, c + az * az * v)
+    b0, b1, b2, b3, b4, b5, b6, b7, b8 = back
+    m = relative
+    turn = (b0 * m[0] + b1 * m[3] + b2 * m[6], b0 * m[1] + b1 * m[4] + b2 * m[7],
+            b0 * m[2] + b1 * m[5] + b2 * m[8], b3 * m[0] + b4 * m[3] + b5 * m[6],
+            b3 * m[1] + b4 * m[4] + b5 * m[7], b3 * m[2] + b4 * m[5] + b5 * m[8],
+            b6 * m[0] + b7 * m[3] + b8 * m[6], b6 * m[1] + b7 * m[4] + b8 * m[7],
+            b6 * m[2] + b7 * m[5] + b8 * m[8])
+    n, fifth, sixth, across = arm.parallel, arm.fifth, arm.sixth, arm.across
+    carried = _apply(turn, across)
+    # The corner turned back about the first axis, from the second axis's point.
+    wx, wy, wz = w
+    sx, sy, sz = arm.shift
+    gx = b0 * wx + b1 * wy + b2 * wz + sx
+    gy = b3 * wx + b4 * wy + b5 * wz + sy
+    gz = b6 * wx + b7 * wy + b8 * wz + sz
+    reach = arm.reach
+    for t234, t5 in _carry(n, fifth, sixth, _apply(turn, sixth)):
+        t6 = _turn_angle(sixth, across, _turned(fifth, -t5, _turned(n, -t234, carried)))
+        # The fourth axis meets the fifth where the fifth, turned, leads back from the
+        # corner; the shoulder and elbow bring it there (see _planar_pair).
+        fx, fy, fz = _turned(n, t234, fifth)
+        branches.append((t1, t234, t5, t6, (gx - reach * fx, gy - reach * fy, gz - reach * fz)))
+
+
+def _nearest(solutions: list[tuple[float, ...]], seed: Sequence[float],
+             lower: Sequence[float], upper: Sequence[float], bound: float = math.inf
+             ) -> tuple[list[float], float] | None:
+    """
+    Return the solution nearest the seed within the limits (as _nearer), and its distance.
+
+    Each angle is turned by whole turns where that brings it inside the limits; None if
+    none fits, or none is nearer than bound (radians squared).
+    """
+    best, distance = None, bound
+    for angles in solutions:
+        fitted, moved = [], 0.0
+        for t, s, lo, hi in zip(angles, seed, lower, upper):
+            value = s + math.remainder(t - s, _TWO_PI)
+            if not lo - _ROUNDING <= value <= hi + _ROUNDING:
+                value = value - _TWO_PI if value > s else value + _TWO_PI
+                if not lo - _ROUNDING <= value <= hi + _ROUNDING:
+                    break
+            value = lo if value < lo else hi if value > hi else value
+            moved += (value - s) * (value - s)
+            if moved >= distance:
+                break
+            fitted.append(value)
+        else:
+            best, distance = fitted, moved
+    return (best, distance) if best is not None else None
 
 
 def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, float]]:
     """
     Return the (t2, t3) that bring the fourth axis's meeting point to `goal` across n.
 
-    goal: from the second axis, its part across the parallel axes. The third joint's turn
+    goal: from the second axis (its part along n is dropped). The third joint's turn
     sets the point's distance from the second axis (subproblem 3), the second's its
     direction (subproblem 1).
     """
     n = arm.parallel
-    (a3, o3) = arm.third
-    lever = _across(_difference(arm.meet, o3), n)      # the point from the third axis
-    offset = _across(_difference(o3, arm.second), n)   # the third axis from the second
-    a = _dot(offset, lever)
-    b = _dot(offset, _cross(a3, lever))
-    c = (_dot(goal, goal) - _dot(offset, offset) - _dot(lever, lever)) / 2.0
+    along = goal[0] * n[0] + goal[1] * n[1] + goal[2] * n[2]
+    goal = (goal[0] - along * n[0], goal[1] - along * n[1], goal[2] - along * n[2])
+    a, b, lengths = arm.planar
+    c = (goal[0] * goal[0] + goal[1] * goal[1] + goal[2] * goal[2] - lengths) / 2.0
+    a3, lever, (px, py, pz) = arm.third[0], arm.lever, arm.offset
     pairs = []
     for t3 in _sinusoid_roots(a, b, -c):
-        reached = tuple(o + r for o, r in zip(offset, _turned(a3, t3, lever)))
-        pairs.append((_turn_angle(n, reached, goal), t3))
+        rx, ry, rz = _turned(a3, t3, lever)
+        pairs.append((_turn_angle(n, (px + rx, py + ry, pz + rz), goal), t3))
     return pairs
 
 
@@ -367,28 +571,6 @@ def _sinusoid_roots(a: float, b: float, c: float) -> list[float]:
         return []
     phase, spread = math.atan2(b, a), math.acos(max(-1.0, min(1.0, -c / r)))
     return [phase + spread, phase - spread] if spread else [phase]
-
-
-def _untwisted(axis: Sequence[float], angle: float, m: Sequence[float]) -> tuple[float, ...]:
-    """Return the rotation m turned by angle about a unit axis: R(axis, angle) @ m."""
-    columns = [_turned(axis, angle, (m[c], m[3 + c], m[6 + c])) for c in range(3)]
-    return tuple(columns[c][r] for r in range(3) for c in range(3))
-
-
-def _product_transposed(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
-    """Return a @ b^T for row-major 3x3 matrices."""
-    return tuple(_dot(a[3 * r:3 * r + 3], b[3 * c:3 * c + 3]) for r in range(3) for c in range(3))
-
-
-def _difference(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
-    """Return a - b for 3-vectors."""
-    return a[0] - b[0], a[1] - b[1], a[2] - b[2]
-
-
-def _across(v: Sequence[float], n: Sequence[float]) -> tuple[float, float, float]:
-    """Return v's part across the unit direction n."""
-    along = _dot(v, n)
-    return v[0] - along * n[0], v[1] - along * n[1], v[2] - along * n[2]
 
 
 def _meeting(p1: np.ndarray, a1: np.ndarray, p2: np.ndarray, a2: np.ndarray
