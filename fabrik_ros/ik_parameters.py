@@ -151,6 +151,11 @@ NODE_PARAMETERS = {
         'A jogged direction passes whole while the Jacobian condition number (largest over '
         'its singular value) is below this and fades out smoothly to nothing at the '
         'singularity', float_range=(1.5, 1e6))),
+    'jog_length_scale': (1.0, descriptor(
+        "Metres per radian weighing a twist's rotation against its translation when "
+        'directions fade near a singularity; smaller keeps the tool point on its course '
+        'through a wrist singularity at the expense of its orientation',
+        float_range=(1e-3, 100.0))),
     'jog_posture_gain': (1.0, descriptor(
         'How fast a redundant arm drifts toward mid-range in the null space while it jogs, '
         '1/s (0: no drift)', float_range=(0.0, 100.0))),
