@@ -56,7 +56,6 @@ except ImportError:
 # A late subscriber still gets the status in force.
 STATUS_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
-JOG_PARAMETERS = ('jog_timeout', 'jog_frame', 'jog_pass_condition', 'jog_posture_gain')
 
 
 def joint_jog_velocities(msg: JointJog) -> dict[str, float]:
@@ -160,6 +159,7 @@ class NodeJog:
         if not controller.jog.active:
             controller.jog.settings = JogSettings(
                 timeout=self._param('jog_timeout'),
+                length_scale=self._param('jog_length_scale'),
                 posture_gain=self._param('jog_posture_gain'),
                 directions=DirectionFilter(self._param('jog_pass_condition')),
                 track_orientation=controller.settings.orientation_mode == 'full')
