@@ -30,7 +30,8 @@ tool velocity against the command (linear: relative, and its direction in degree
 angular: rad/s), median and max; the
 share of the command kept along the directions that stay well conditioned (median, min),
 the largest joint velocity, acceleration and jerk as a share of the limits (jerk per
-unit of acceleration limit per second), the time to rest after the stream stops, and CPU
+unit of acceleration limit per second), the time to rest after the stream stops (and its bound: the 0.1 s timeout plus the fastest
+joint's braking time at its acceleration limit), and CPU
 and wall time per command (median, p99). Run:
 
     python3 bench/jog_bench.py
@@ -219,7 +220,7 @@ def run(chain: Chain, loop: str, rate: float, start: np.ndarray,
     ticks = int(round((STREAM_S + SILENCE_S) * rate))
     last_command = int(round(STREAM_S * rate)) - 1
     positions, cpu, wall = [start.copy()], [], []
-    linear, angular, turned, kept, rest_tick = [], [], [], [], None
+    linear, angular, turned, kept, rest_tick, braking = [], [], [], [], None, 0.0
     for tick in range(ticks):
         now = tick * dt
         twist = stream(now)
@@ -239,6 +240,8 @@ def run(chain: Chain, loop: str, rate: float, start: np.ndarray,
             norm = np.linalg.norm(remaining)
             kept.append(float(np.dot(achieved, remaining) / norm ** 2) if norm > 1e-9
                         else float('nan'))
+        if tick == last_command:  # the joints' braking time from here
+            braking = float(np.max(np.abs(jogger.velocity)) / ACCELERATION)
         if tick > last_command and rest_tick is None and not np.any(jogger.velocity):
             rest_tick = tick
     q = np.array(positions)
@@ -260,6 +263,7 @@ def run(chain: Chain, loop: str, rate: float, start: np.ndarray,
         'acceleration_share': float(np.max(np.abs(acceleration) / ACCELERATION)),
         'jerk_share_per_s': float(np.max(np.abs(jerk)) / ACCELERATION),
         'rest_after_s': None if rest_tick is None else (rest_tick - last_command) * dt,
+        'rest_bound_s': 0.1 + braking,  # the timeout, then braking at the limits
         'cpu_ms_median': 1e3 * float(np.median(cpu)),
         'cpu_ms_p99': 1e3 * float(np.percentile(cpu, 99)),
         'wall_ms_median': 1e3 * float(np.median(wall)),
@@ -271,11 +275,12 @@ def run(chain: Chain, loop: str, rate: float, start: np.ndarray,
 def table(results: dict[str, Any]) -> str:
     """Return the markdown table of the results."""
     lines = ['| stream | Hz | loop | lin err med/max | lin dir deg med/max '
-             '| ang err rad/s med/max | kept med/min | vel/acc share | jerk /s | rest s '
+             '| ang err rad/s med/max | kept med/min | vel/acc share | jerk /s | rest s (bound) '
              '| cpu ms med/p99 | wall ms med/p99 |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|']
     for row in results['runs']:
-        rest = '-' if row['rest_after_s'] is None else f"{row['rest_after_s']:.3f}"
+        rest = '-' if row['rest_after_s'] is None else \
+            f"{row['rest_after_s']:.3f} ({row['rest_bound_s']:.3f})"
         lines.append(
             f"| {row['stream']} | {row['rate']:.0f} | {row['loop']} "
             f"| {row['linear_error_median']:.1%} / {row['linear_error_max']:.1%} "
