@@ -27,12 +27,11 @@ is about the singularity handling.
 
 Reported per stream, rate and loop, after a 0.2 s start-up ramp: the error of the achieved
 tool velocity against the command (linear: relative, and its direction in degrees;
-angular: rad/s), median and max; the
-share of the command kept along the directions that stay well conditioned (median, min),
-the largest joint velocity, acceleration and jerk as a share of the limits (jerk per
-unit of acceleration limit per second), the time to rest after the stream stops (and its bound: the 0.1 s timeout plus the fastest
-joint's braking time at its acceleration limit), and CPU
-and wall time per command (median, p99). Run:
+angular: rad/s), median and max; the share of the command kept along the directions that
+stay well conditioned (median, min), the largest joint velocity, acceleration and jerk as a
+share of the limits (jerk per unit of acceleration limit per second), the time to rest
+after the stream stops and its bound (the 0.1 s timeout plus the fastest joint's braking
+time at its acceleration limit), and CPU and wall time per command (median, p99). Run:
 
     python3 bench/jog_bench.py
 
