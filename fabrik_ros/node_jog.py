@@ -71,6 +71,11 @@ def joint_jog_velocities(msg: JointJog) -> dict[str, float]:
     return dict(zip(names, map(float, velocities)))
 
 
+def orientable(chain: Chain) -> bool:
+    """Tell whether every effector has the six joints a tool twist's turning needs."""
+    return bool(np.all(np.sum(chain.moves_effector, axis=1) >= 6))
+
+
 class NodeJog:
     """The jog topics of one IK node; see the module docstring."""
 
@@ -162,7 +167,8 @@ class NodeJog:
                 length_scale=self._param('jog_length_scale'),
                 posture_gain=self._param('jog_posture_gain'),
                 directions=DirectionFilter(self._param('jog_pass_condition')),
-                track_orientation=controller.settings.orientation_mode == 'full')
+                track_orientation=controller.settings.orientation_mode == 'full'
+                and orientable(controller.settings.chain))
         return controller
 
     def _frame(self, frame_id: str, model: Chain, effector: int) -> str | np.ndarray:

@@ -127,11 +127,28 @@ def test_the_jog_topics_are_the_node_s_own(make_node):
     assert '/ik_node/status' in {publisher.topic_name for publisher in node.publishers}
 
 
-def test_a_tree_has_a_twist_topic_per_effector(make_node):
-    node = make_node(**load_config(REPO_ROOT / 'config' / 'dual_arm.yaml'))
+def test_a_tree_has_a_twist_topic_per_effector_that_jogs_its_position(make_node, clock):
+    node = make_node(**{**load_config(REPO_ROOT / 'config' / 'dual_arm.yaml'),
+                        'command_rate': 1.0 / DT})
     topics = {subscription.topic_name for subscription in node.subscriptions}
     for name in node._model.effector_names:
         assert f'/ik_node/{name}/delta_twist_cmds' in topics
+    model, controller = node._model, node._controller
+    start = np.full(model.dof, 0.3)
+    start[[model.joint_names.index('left_elbow_pitch'),
+           model.joint_names.index('right_elbow_pitch')]] = -1.5  # well bent
+    controller.stream.start(start)
+    msg = twist((0.0, 0.0, 0.05), frame='base_link')
+    for _ in range(30):
+        clock.now += DT
+        node._jog._on_twist(msg, 'left_tool')
+        node._on_tick()
+    # Five joints per arm: the tool's position is jogged, its turning left free.
+    assert not controller.jog.settings.track_orientation
+    tips = model.effector_positions(controller.stream.position)
+    before = model.effector_positions(start)
+    assert tips[0][2] - before[0][2] > 0.005
+    np.testing.assert_allclose(tips[1], before[1], atol=5e-4)
 
 
 @pytest.mark.parametrize('frame, axes', [('base_link', 'base'), ('tool0', 'tool'),
