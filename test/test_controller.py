@@ -525,6 +525,33 @@ test_the_safety_contract_holds_over_random_event_sequences = pytest.mark.filterw
     'error::RuntimeWarning')(ControllerContract.TestCase)
 
 
+class JoggingContract(ControllerContract):
+    """The same contract where velocity commands can be taken: streaming, jogged often."""
+
+    @initialize(tree=st.booleans(), feedback=st.booleans(), window=st.sampled_from([0.0, 0.02]),
+                timeout=st.sampled_from([0.0, 0.5]), max_step=st.sampled_from([math.inf, 0.05]),
+                root=st.sampled_from(['pinned', 'free']))
+    def start(self, tree, feedback, window, timeout, max_step, root):
+        super().start(tree, True, feedback, window, timeout, max_step, root)
+
+    @rule(effector=st.integers(0, 1), twist=twists, frame=st.sampled_from(['base', 'tool']),
+          count=st.integers(1, 40))
+    def another_twist_stream(self, effector, twist, frame, count):
+        self.twist_stream(effector, twist, frame, None, count)
+
+    @rule(velocities=st.lists(st.floats(-12.0, 12.0), min_size=6, max_size=6),
+          named=st.integers(1, 6), count=st.integers(1, 40))
+    def another_joint_jog_stream(self, velocities, named, count):
+        self.joint_jog_stream(velocities, named, False, count)
+
+
+JoggingContract.TestCase.settings = settings(
+    max_examples=100, stateful_step_count=60, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow])
+test_the_safety_contract_holds_while_jogging = pytest.mark.filterwarnings(
+    'error::RuntimeWarning')(JoggingContract.TestCase)
+
+
 # ---- regressions found by driving the node, one by one -----------------------------------
 
 def streaming(model: Chain, feedback: bool = False, **values: object) -> IkController:
