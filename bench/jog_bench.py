@@ -18,19 +18,20 @@ Velocity jogging on scripted joystick streams: fabrik_ros.jog beside a Servo-lik
 Streams on the 6-DOF arm of config/arm.yaml, each followed by silence: circles in a
 horizontal plane, a push out past full stretch (with a sideways part), a turn through the
 wrist singularity (wrist pitch through zero). Each runs at 100 and 500 Hz through
-fabrik_ros.jog.Jogger and through a Servo-like loop: the damped pseudo-inverse of the
-Jacobian, open loop, slowed linearly from condition number 17 and halted at 30 while
-approaching a singularity, velocity limits by uniform scaling; both through the same
-per-joint velocity, acceleration and position guard, so the comparison is about the
-singularity handling.
+fabrik_ros.jog.Jogger, through the IK controller's jog as the node ticks it (the limits in
+force and the stream's bookkeeping on top) and through a Servo-like loop: the damped
+pseudo-inverse of the Jacobian, open loop, slowed linearly from condition number 17 and
+halted at 30 while approaching a singularity, velocity limits by uniform scaling; all of
+them under the same per-joint velocity, acceleration and position limits, so the comparison
+is about the singularity handling.
 
 Reported per stream, rate and loop, after a 0.2 s start-up ramp: the error of the achieved
 tool velocity against the command (linear: relative, and its direction in degrees;
-angular: rad/s), median and max; the
-share of the command kept along the directions that stay well conditioned (median, min),
-the largest joint velocity, acceleration and jerk as a share of the limits (jerk per
-unit of acceleration limit per second), the time to rest after the stream stops, and CPU
-and wall time per command (median, p99). Run:
+angular: rad/s), median and max; the share of the command kept along the directions that
+stay well conditioned (median, min), the largest joint velocity, acceleration and jerk as a
+share of the limits (jerk per unit of acceleration limit per second), the time to rest
+after the stream stops and its bound (the 0.1 s timeout plus the fastest joint's braking
+time at its acceleration limit), and CPU and wall time per command (median, p99). Run:
 
     python3 bench/jog_bench.py
 
@@ -49,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fabrik_ros.chain import Chain  # noqa: E402
 from fabrik_ros.config import chain_from_parameters, load_config  # noqa: E402
+from fabrik_ros.controller import IkController, Settings  # noqa: E402
 from fabrik_ros.jog import achieved_twist, Jogger, JogSettings  # noqa: E402
 from fabrik_ros.motion import braking_speed, MotionLimits  # noqa: E402
 from ik_bench import _commit, publish, REPO  # noqa: E402
@@ -141,6 +143,36 @@ class ServoLike:
                                              self.limits, self.dt)
 
 
+class ControllerLoop:
+    """The jogger as the node runs it: through IkController's jog, a tick per command."""
+
+    def __init__(self, chain: Chain, limits: MotionLimits, position: np.ndarray,
+                 dt: float) -> None:
+        """Start at rest at ``position``, streaming every ``dt`` seconds."""
+        self.controller = IkController(Settings(chain=chain, motion=limits), 0.0,
+                                       command_period=dt, feedback=False)
+        self.controller.stream.start(position)
+        self.dt = dt
+
+    def on_twist(self, twist: np.ndarray, now: float) -> None:
+        """Take a base-frame twist."""
+        self.controller.jog.on_twist(0, twist, now, 'base')
+
+    def tick(self, now: float) -> None:
+        """Advance one period."""
+        self.controller.tick(now)
+
+    @property
+    def position(self) -> np.ndarray:
+        """Return the commanded joints."""
+        return self.controller.stream.position
+
+    @property
+    def velocity(self) -> np.ndarray:
+        """Return the commanded joint velocities."""
+        return self.controller.stream.velocity
+
+
 def guard(position: np.ndarray, velocity: np.ndarray, wanted: np.ndarray,
           limits: MotionLimits, dt: float) -> tuple[np.ndarray, np.ndarray]:
     """Return the next position and velocity: per joint, velocity, braking, acceleration."""
@@ -180,12 +212,14 @@ def run(chain: Chain, loop: str, rate: float, start: np.ndarray,
     """Run one stream through one loop at one rate; return its figures."""
     dt = 1.0 / rate
     limits = MotionLimits.create(chain.lower, chain.upper, chain.max_velocity, ACCELERATION)
-    jogger = Jogger(chain, limits, start, JogSettings(command_period=dt)) if loop == 'jog' \
-        else ServoLike(chain, limits, start, dt)
+    loops = {'jog': lambda: Jogger(chain, limits, start, JogSettings(command_period=dt)),
+             'controller': lambda: ControllerLoop(chain, limits, start, dt),
+             'servo-like': lambda: ServoLike(chain, limits, start, dt)}
+    jogger = loops[loop]()
     ticks = int(round((STREAM_S + SILENCE_S) * rate))
     last_command = int(round(STREAM_S * rate)) - 1
     positions, cpu, wall = [start.copy()], [], []
-    linear, angular, turned, kept, rest_tick = [], [], [], [], None
+    linear, angular, turned, kept, rest_tick, braking = [], [], [], [], None, 0.0
     for tick in range(ticks):
         now = tick * dt
         twist = stream(now)
@@ -205,6 +239,8 @@ def run(chain: Chain, loop: str, rate: float, start: np.ndarray,
             norm = np.linalg.norm(remaining)
             kept.append(float(np.dot(achieved, remaining) / norm ** 2) if norm > 1e-9
                         else float('nan'))
+        if tick == last_command:  # the joints' braking time from here
+            braking = float(np.max(np.abs(jogger.velocity)) / ACCELERATION)
         if tick > last_command and rest_tick is None and not np.any(jogger.velocity):
             rest_tick = tick
     q = np.array(positions)
@@ -226,6 +262,7 @@ def run(chain: Chain, loop: str, rate: float, start: np.ndarray,
         'acceleration_share': float(np.max(np.abs(acceleration) / ACCELERATION)),
         'jerk_share_per_s': float(np.max(np.abs(jerk)) / ACCELERATION),
         'rest_after_s': None if rest_tick is None else (rest_tick - last_command) * dt,
+        'rest_bound_s': 0.1 + braking,  # the timeout, then braking at the limits
         'cpu_ms_median': 1e3 * float(np.median(cpu)),
         'cpu_ms_p99': 1e3 * float(np.percentile(cpu, 99)),
         'wall_ms_median': 1e3 * float(np.median(wall)),
@@ -237,11 +274,12 @@ def run(chain: Chain, loop: str, rate: float, start: np.ndarray,
 def table(results: dict[str, Any]) -> str:
     """Return the markdown table of the results."""
     lines = ['| stream | Hz | loop | lin err med/max | lin dir deg med/max '
-             '| ang err rad/s med/max | kept med/min | vel/acc share | jerk /s | rest s '
+             '| ang err rad/s med/max | kept med/min | vel/acc share | jerk /s | rest s (bound) '
              '| cpu ms med/p99 | wall ms med/p99 |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|']
     for row in results['runs']:
-        rest = '-' if row['rest_after_s'] is None else f"{row['rest_after_s']:.3f}"
+        rest = '-' if row['rest_after_s'] is None else \
+            f"{row['rest_after_s']:.3f} ({row['rest_bound_s']:.3f})"
         lines.append(
             f"| {row['stream']} | {row['rate']:.0f} | {row['loop']} "
             f"| {row['linear_error_median']:.1%} / {row['linear_error_max']:.1%} "
@@ -261,7 +299,7 @@ def main() -> None:
     runs = []
     for name, (start, stream) in streams(chain).items():
         for rate in RATES:
-            for loop in ('jog', 'servo-like'):
+            for loop in ('jog', 'controller', 'servo-like'):
                 runs.append({'stream': name, 'rate': rate, 'loop': loop,
                              **run(chain, loop, rate, start, stream)})
     results = {'commit': _commit(),

@@ -29,7 +29,10 @@ The safety contract (README, "Safety contract"; proven in test/test_controller.p
 - when feedback goes stale the command brakes to a stop and takes no target; when it
   comes back the command restarts where the arm is measured;
 - a target forgotten (hold, disable, stale feedback or target, a new chain) is never
-  solved again.
+  solved again;
+- velocity commands (`jog`: tool twists, joint jogs; controller_jog) take over from the
+  commanded position and velocity and hand back the same way, so no source switch jumps;
+  once they go stale the arm brakes to rest within the limits.
 
 With a free root (`Settings.root == 'free'`) the base slides toward the targets too. The
 controller then keeps the body pose, the base's position in the odometry frame: targets
@@ -48,6 +51,7 @@ import math
 
 from fabrik_ros.chain import rotation_from_quaternion
 from fabrik_ros.command import CommandStream, joint_order, measured_positions, STALLED_PERIODS
+from fabrik_ros.controller_jog import JogInput
 from fabrik_ros.controller_model import change_model
 from fabrik_ros.controller_solve import follow_body, move_body, solve, target_refusal
 from fabrik_ros.controller_status import SolveStats, Status, status_of
@@ -103,6 +107,7 @@ class IkController:
         self.body = np.zeros(3)
         self.body_goal = np.zeros(3)
         self._body_time = now
+        self.jog = JogInput(self)  # twists and joint jogs: controller_jog
         if not feedback:
             self.stream.start(chain.neutral())
 
@@ -210,7 +215,7 @@ class IkController:
         if stream.position is not None:
             if stream.dt is not None and now - self._tick_time > STALLED_PERIODS * stream.dt:
                 stream.stalled()  # the arm stood at the last command meanwhile
-            update.command = self._step()
+            update.command = self._step(now)
         self._tick_time = now
         return update
 
@@ -330,6 +335,7 @@ class IkController:
 
     def _forget(self) -> None:
         """Forget every target, and a pending window: none may be solved again; stay."""
+        self.jog.end()  # brakes through the stream from the jogger's state
         self.targets = [None] * len(self.targets)
         self._window_start = None
         self._solved = None
@@ -343,13 +349,13 @@ class IkController:
         self.stream.hold(reason)
         return Update(warnings=[('holding', f'holding: {reason}')] if starts else [])
 
-    def _step(self) -> Command | None:
-        """Advance the command stream one step; None while disabled (nothing is sent)."""
+    def _step(self, now: float = -math.inf) -> Command | None:
+        """Advance the command stream (or jogging) a step; None while disabled (none sent)."""
         if not self.enabled:
             return None
         stream = self.stream
         previous = stream.position
-        position = stream.step()
+        position = self.jog.step(now) if self.jog.active else stream.step()
         command = Command(position, None if stream.dt is None else stream.velocity, previous)
         if self._disabling and not np.any(stream.velocity):
             self.enabled = self._disabling = False  # at rest: from now on, silence

@@ -106,6 +106,7 @@ def solve(controller: IkController, now: float) -> Update:
     controller.stats.record(seconds)
     controller.result = result
     controller.solved_targets = targets
+    controller.jog.end()  # the latest source wins: from the jogger's state, no jump
     stream.follow(result.q)  # clipped into the limits
     if controller.free:
         controller.body_goal = origin + result.base_position

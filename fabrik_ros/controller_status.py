@@ -28,6 +28,7 @@ import math
 from typing import TYPE_CHECKING
 
 from fabrik_ros.ik import IkResult
+from fabrik_ros.jog import JogStatus
 
 if TYPE_CHECKING:  # the controller hands itself in: no import circle at run time
     from fabrik_ros.controller import IkController
@@ -85,6 +86,10 @@ def _headline(controller: IkController, now: float) -> tuple[str, str]:
         return 'OK', 'disabled: no commands are sent'
     if holding:
         return 'WARN', f'holding: {holding}'
+    if controller.jog.active:
+        status = controller.jog.status
+        return ('OK' if status == JogStatus.NO_WARNING else 'WARN',
+                f'jogging ({controller.jog.source}): {status.name.lower()}')
     if result is None:
         return 'OK', 'waiting for a target'
     return ('OK' if result.reached else 'WARN',
@@ -119,6 +124,9 @@ def status_of(controller: IkController, now: float, period: float) -> Status:
         'enabled': controller.enabled, 'targets_refused': controller.refused,
         'last_refusal': controller.last_refusal, 'reached': False,
         **controller.stats.values(period), **_result_values(controller)}
+    jog = controller.jog
+    values.update({'jog_status': f'{int(jog.status)} {jog.status.name}',
+                   'jog_source': jog.source or 'none', 'jog_refused': jog.refused})
     if controller.free:
         values['body_position_m'] = ', '.join(f'{x:.4f}' for x in controller.body)
     if controller.feedback:

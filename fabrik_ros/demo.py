@@ -21,6 +21,7 @@ Run it from the repository (or anywhere once the package is installed):
     python3 -m fabrik_ros.demo --mode double        # two arms on one torso
     python3 -m fabrik_ros.demo --mode spider        # six legs stepping in a tripod gait
     python3 -m fabrik_ros.demo --mode spider --free-body  # ... walking; its body slides
+    python3 -m fabrik_ros.demo --mode jog           # one arm jogged by a scripted joystick
     python3 -m fabrik_ros.demo --record arm.npz     # keep the run for fabrik_ros.render
     python3 -m fabrik_ros.demo --log-dir logs       # keep the nodes' logs
 
@@ -46,6 +47,13 @@ holding their targets (``effector_weights`` FOOTHOLD_WEIGHT), let it. The node's
 ``~/body_pose`` places the measured chain in ``odom``; the summary reports the body's
 travel.
 
+With ``--mode jog`` the node streams at 100 Hz and a scripted joystick drives it through
+``ik_node/delta_twist_cmds`` and ``ik_node/delta_joint_cmds`` (fabrik_ros.demo_jog,
+demo_joystick): circles, a push past full stretch, joint jogs back, a turn through the
+wrist singularity, silence; the summary compares commanded and achieved tool velocity and
+reports the joints' velocity against their limits and the time to rest (``--plot`` draws
+it).
+
 DDS stays on this machine (ROS_LOCALHOST_ONLY, ROS_AUTOMATIC_DISCOVERY_RANGE), on
 ROS_DOMAIN_ID 42 unless the environment sets another. The nodes' logs go to a temporary
 folder removed at the end (a node that fails has its last lines printed), or to
@@ -65,6 +73,8 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray
 from fabrik_ros.chain import Chain, quaternion_from_rotation
 from fabrik_ros.config import chain_from_parameters, load_config, package_share_dir
+from fabrik_ros.demo_jog import format_jog_summary, JOG_ACCELERATION, JOG_RATE, plot
+from fabrik_ros.demo_joystick import JoystickNode
 from fabrik_ros.demo_plan import (format_summary, MODES, OUT_OF_REACH_TIME, REACHED_M,
                                   REACHED_RAD, SETTLE_TIME, TargetPlan, Tracker)
 from fabrik_ros.node_process import NodeProcess
@@ -324,8 +334,11 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     """Start the nodes, drive the targets, print the live view and summary; return exit code."""
     os.environ.update(ros_environment(os.environ))  # before rclpy.init() reads it
     share = package_share_dir()
-    config = Path(args.config) if args.config else share / 'config' / MODES[args.mode]
+    config_name = MODES.get(args.mode, 'arm.yaml')  # jog: one arm
+    config = Path(args.config) if args.config else share / 'config' / config_name
     chain = chain_from_parameters(load_config(config), share)
+    if args.mode == 'jog':
+        return run_jog(args, chain, config, log_dir)
     plan = TargetPlan.for_mode(chain, args.mode, args.duration, args.free_body)
     logs = f', node logs in {log_dir}' if args.log_dir else ''
     print(f'fabrik_ros demo: mode {args.mode}{", free body" * args.free_body}, {config}, '
@@ -373,12 +386,55 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     return exit_code
 
 
+def run_jog(args: argparse.Namespace, chain: Chain, config: Path, log_dir: Path) -> int:
+    """Run the jogging phase (fabrik_ros.demo_jog) on one arm; return the exit code."""
+    rates = ['-p', f'command_rate:={JOG_RATE}', '-p',
+             f'default_max_acceleration:={JOG_ACCELERATION}']
+    children = [NodeProcess('ik_node', ['--params-file', str(config)] + rates,
+                            log_dir / 'ik_node.log'),
+                NodeProcess('sim_arm', ['--params-file', str(config)], log_dir / 'sim_arm.log')]
+    print(f'fabrik_ros demo: jogging one arm, {config}, ROS_DOMAIN_ID '
+          f'{os.environ["ROS_DOMAIN_ID"]}', flush=True)
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    velocity = np.where(np.isfinite(chain.max_velocity), chain.max_velocity, 2.0)
+    stick = JoystickNode(chain, velocity)
+    alive = lambda: all(child.running() for child in children)  # noqa: E731
+    exit_code = 0
+    try:
+        stick.wait_for_node(alive, STARTUP_TIMEOUT)
+        print('nodes up; joint-jogging to the ready pose, then the stick', flush=True)
+        stick.go_ready()
+        stick.play(alive)
+    except RuntimeError as error:
+        print(f'demo failed: {error}', file=sys.stderr)
+        exit_code = 1
+    except KeyboardInterrupt:
+        exit_code = 130
+    finally:
+        stick.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+        if not stop_all(children):
+            exit_code = exit_code or 1
+    summary = {'mode': 'jog', 'config': str(config), 'exit_code': exit_code,
+               'jog': stick.score.summary()}
+    print(f'summary (jog, {config.name}, {stick.script.duration:.1f} s)\n'
+          + format_jog_summary(summary['jog']), flush=True)
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(summary, indent=2))
+    if args.plot and stick.score.samples:
+        plot(stick.score, Path(args.plot))
+        print(f'picture written to {args.plot}', flush=True)
+    return exit_code
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Return the command line options."""
     parser = argparse.ArgumentParser(prog='python3 -m fabrik_ros.demo',
                                      description=__doc__.strip().split('\n')[0])
-    parser.add_argument('--mode', choices=sorted(MODES), default='single',
-                        help='single arm, double (two arms, one torso) or spider (six legs)')
+    parser.add_argument('--mode', choices=sorted([*MODES, 'jog']), default='single',
+                        help='single arm, double (two arms, one torso), spider (six legs) or '
+                        'jog (one arm driven by a scripted joystick on ~/delta_twist_cmds)')
     parser.add_argument('--duration', type=float, default=20.0,
                         help='seconds of moving targets (the tool turning on the path for the '
                         'last 40 %% of them), hold and out-of-reach (default 20)')
@@ -388,6 +444,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help='the base slides toward the targets (ik_node root: free)')
     parser.add_argument('--record', help='write the run to this .npz for fabrik_ros.render')
     parser.add_argument('--summary-json', help='write the summary to this JSON file')
+    parser.add_argument('--plot', help='jog: draw the tool speeds and joint velocities to '
+                        'this picture (PNG)')
     parser.add_argument('--log-dir', help="keep the nodes' logs in this folder (default: a "
                         'temporary one, removed at the end)')
     args = parser.parse_args(argv)

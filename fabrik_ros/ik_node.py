@@ -33,7 +33,8 @@ a quaternion that is not unit is normalised, a zero, NaN/inf or overflowing one 
 PointStamped targets and RViz's 2D Goal Pose (a heading on the ground, not a tool
 orientation) are positions only. With rviz_targets, an interactive marker per
 effector (fabrik_ros.target_markers, where interactive_markers is installed) is a target
-to drag in six degrees of freedom.
+to drag in six degrees of freedom. Velocity commands (~/delta_twist_cmds, ~/delta_joint_cmds,
+~/status, as MoveIt Servo's) are fabrik_ros.node_jog's.
 """
 
 import math
@@ -47,6 +48,7 @@ from fabrik_ros.ik_parameters import (check_start, declare_node_parameters,
                                       name_or_type_refusal, NODE_PARAMETERS, TIMER_RATES)
 from fabrik_ros.messages import (branch_paths, controller_markers, diagnostic_array,
                                  point_array, pose_message, quaternion_array, TargetError)
+from fabrik_ros.node_jog import NodeJog
 from fabrik_ros.node_main import run_node
 from fabrik_ros.node_model import NodeModel
 from fabrik_ros.outputs import BodyOutputs, CommandOutputs
@@ -120,6 +122,7 @@ class IkNode(Node):
         self._body = BodyOutputs(self, self._odom_frame, self._base_link) if self._free else None
         self._marker_pub = self.create_publisher(MarkerArray, '~/markers', 1)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._jog = NodeJog(self, lambda: self._controller, self._frames, self._log)
 
         self.create_subscription(PoseStamped, 'target_pose', self._on_pose, TARGET_QOS)
         if self._rviz_targets:
@@ -194,6 +197,7 @@ class IkNode(Node):
                 self.create_subscription(
                     PoseStamped, f'{name}/target_pose',
                     lambda msg, index=index: self._on_pose(msg, index), TARGET_QOS)
+        self._jog.on_model(model)
         if self._rviz_targets:
             self._show_target_markers(model, controller)
         self.get_logger().info(f'chain {model.base_link} -> {", ".join(model.effector_names)}: '
@@ -319,6 +323,7 @@ class IkNode(Node):
         if self._controller is not None:
             update = self._controller.tick(time.monotonic())
             self._apply(update)
+            self._jog.publish_status()
             if self._free and update.command is None:  # TF goes on while nothing moves
                 self._body.publish(self._controller.body)
 

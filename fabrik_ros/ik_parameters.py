@@ -140,6 +140,25 @@ NODE_PARAMETERS = {
     'max_body_velocity': (0.5, descriptor(
         'With root free: the body pose heads for the solved one at most this fast, m/s',
         float_range=(1e-3, 100.0))),
+    # Velocity commands (fabrik_ros.node_jog): taken by the next jogging that starts.
+    'jog_timeout': (0.1, descriptor(
+        'Jog commands (~/delta_twist_cmds, ~/delta_joint_cmds) older than this are stale: '
+        'the arm brakes to rest, seconds', float_range=(0.001, 10.0))),
+    'jog_frame': ('', descriptor(
+        'Frame of a twist whose header frame is empty: the base link, a tip link or any tf2 '
+        "frame; '': the tool frame of the effector jogged")),
+    'jog_pass_condition': (17.0, descriptor(
+        'A jogged direction passes whole while the Jacobian condition number (largest over '
+        'its singular value) is below this and fades out smoothly to nothing at the '
+        'singularity', float_range=(1.5, 1e6))),
+    'jog_length_scale': (1.0, descriptor(
+        "Metres per radian weighing a twist's rotation against its translation when "
+        'directions fade near a singularity; smaller keeps the tool point on its course '
+        'through a wrist singularity at the expense of its orientation',
+        float_range=(1e-3, 100.0))),
+    'jog_posture_gain': (1.0, descriptor(
+        'How fast a redundant arm drifts toward mid-range in the null space while it jogs, '
+        '1/s (0: no drift)', float_range=(0.0, 100.0))),
 }
 
 

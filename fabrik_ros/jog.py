@@ -158,7 +158,12 @@ class Jogger:
     # ------------------------------------------------------------------ commands
 
     def reset(self, position: np.ndarray, velocity: np.ndarray | None = None) -> None:
-        """Take over the commanded state (positions and velocities); forget every command."""
+        """
+        Take over the commanded state (positions and velocities); forget every command.
+
+        Positions are clipped into the limits; velocities are not, so a joint faster than a
+        velocity limit slows down to it at the acceleration limit instead of jumping.
+        """
         position = np.asarray(position, dtype=float)
         velocity = np.zeros(self.chain.dof) if velocity is None else \
             np.asarray(velocity, dtype=float)
@@ -166,7 +171,7 @@ class Jogger:
                 not (np.isfinite(position).all() and np.isfinite(velocity).all()):
             raise ValueError(f'reset needs {self.chain.dof} finite positions and velocities')
         self.position = np.clip(position, self.limits.lower, self.limits.upper)
-        self.velocity = np.clip(velocity, -self.limits.max_velocity, self.limits.max_velocity)
+        self.velocity = velocity.copy()
         self.stop()
 
     def stop(self) -> None:
@@ -246,6 +251,13 @@ class Jogger:
         self._advance(wanted)
         self._hold_here()
         return JogCommand(self.position.copy(), self.velocity.copy(), status)
+
+    def has_fresh_command(self, now: float) -> bool:
+        """Tell whether a twist or joint jog is at most ``timeout`` old at ``now``."""
+        stamps = [stamp for _, stamp in self._twists.values()]
+        if self._joint_jog is not None:
+            stamps.append(self._joint_jog[1])
+        return any(now - stamp <= self.settings.timeout for stamp in stamps)
 
     @property
     def at_rest(self) -> bool:
@@ -369,9 +381,10 @@ class Jogger:
         velocity = np.clip(np.clip(wanted, low, high), self.velocity - reach,
                            self.velocity + reach)
         position = np.clip(self.position + velocity * dt, limits.lower, limits.upper)
-        self.velocity = (position - self.position) / dt
-        self.velocity[np.abs(self.velocity) < 1e-12] = 0.0
-        self.position = position
+        velocity = (position - self.position) / dt
+        creeping = np.abs(velocity) < 1e-12  # rounding, not motion: stand still
+        self.velocity = np.where(creeping, 0.0, velocity)
+        self.position = np.where(creeping, self.position, position)
 
 
 def _check_time(now: float) -> None:

@@ -21,6 +21,7 @@ arrive (the body only translates: orientations stay as they are). Any other fram
 through tf2, where tf2_ros is installed.
 """
 
+from fabrik_ros.chain import rotation_from_quaternion
 from fabrik_ros.controller import Target
 from fabrik_ros.messages import TargetError, transform_orientation, transform_point
 import numpy as np
@@ -72,3 +73,25 @@ class TargetFrames:
                             target.position),
             None if target.orientation is None
             else transform_orientation(turn, target.orientation))
+
+    def rotation_to_base(self, frame_id: str) -> np.ndarray:
+        """
+        Return the (3, 3) rotation from `frame_id`'s axes to the base link's, through tf2.
+
+        For vectors such as a twist's. Raises TargetError naming the frame when there is no
+        way to look it up.
+        """
+        if self._buffer is None:
+            raise TargetError(f"frame '{frame_id}' is not the base or a tool frame and "
+                              'tf2_ros is not installed to transform it')
+        try:
+            transform = self._buffer.lookup_transform(self.base_link, frame_id, Time())
+        except TransformException as error:
+            raise TargetError(f"no transform from '{frame_id}' to '{self.base_link}': "
+                              f'{error}') from None
+        turn = transform.transform.rotation
+        quaternion = np.array([turn.x, turn.y, turn.z, turn.w])
+        norm = float(np.linalg.norm(quaternion))
+        if not 1e-9 < norm < np.inf:
+            raise TargetError(f"the transform from '{frame_id}' has no rotation: {turn}")
+        return rotation_from_quaternion(quaternion / norm)

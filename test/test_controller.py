@@ -20,7 +20,9 @@ in force; consecutive commands stay within the velocity and acceleration limits 
 and a limit that narrows is reached within the old ones, never jumped to; while feedback
 is stale nothing but braking happens, and the command restarts where the arm is measured;
 a forgotten target is never solved again; a free body moves only with commands, never
-faster than max_body_velocity. Time is an argument: no test sleeps.
+faster than max_body_velocity. Velocity commands (tool twists, joint jogs) interleaved with
+all of it keep every one of these rules, never jump when the source switches, and once
+they stop the arm is at rest within its braking time. Time is an argument: no test sleeps.
 """
 
 import math
@@ -29,6 +31,7 @@ from fabrik_ros.chain import Chain
 from fabrik_ros.command import STALLED_PERIODS
 from fabrik_ros.controller import IkController, Target
 from fabrik_ros.ik import IkSolver
+from fabrik_ros.jog import JogSettings, JogStatus
 from fabrik_ros.motion import time_to_reach
 from fabrik_ros.settings import model_limits, Settings
 from hypothesis import event, HealthCheck, settings, strategies as st
@@ -88,13 +91,17 @@ def descriptions(tree: bool) -> dict[str, Chain]:
             'another robot': other_legs() if tree else other_arm()}
 
 
+twists = st.lists(st.floats(-1.0, 1.0), min_size=6, max_size=6).map(
+    lambda v: np.array(v) * np.array([0.5, 0.5, 0.5, 2.0, 2.0, 2.0]))  # m/s, rad/s
+
+
 def make_settings(model: Chain, **values: object) -> Settings:
     """Return Settings of BASE with `values` (joint_limits.* included) for `model`."""
     return Settings.from_parameters(model, {**BASE, **values})
 
 
 class ControllerContract(RuleBasedStateMachine):
-    """Random targets, feedback gaps and jumps, limit changes, services and time steps."""
+    """Random targets, twists, joint jogs, feedback gaps, limit changes, services, time steps."""
 
     @initialize(tree=st.booleans(), streaming=st.booleans(), feedback=st.booleans(),
                 window=st.sampled_from([0.0, 0.02]), timeout=st.sampled_from([0.0, 0.5]),
@@ -125,6 +132,8 @@ class ControllerContract(RuleBasedStateMachine):
         self.last_target_time = -math.inf
         self.stale_since_command = False
         self.moved = self.now  # when the body last could move (ticks, solutions)
+        self.jog_time = -math.inf  # of the last velocity command taken
+        self.braking_ticks: int | None = None  # left once a jog's commands are stale
 
     # ---- the checks -------------------------------------------------------------------
 
@@ -244,15 +253,83 @@ class ControllerContract(RuleBasedStateMachine):
     @rule(seconds=st.sampled_from([DT, DT, DT, 0.03, 0.2, 0.5]), count=st.integers(1, 12))
     def tick(self, seconds, count):
         for _ in range(count):
-            self.now += seconds
-            self.watchdogs()
-            if self.now - self.tick_time > STALLED_PERIODS * DT:
-                self.velocity[:] = 0.0  # the arm stood at the last command meanwhile
-            self.tick_time = self.now
-            body = self.controller.body.copy()
-            self.check_command(self.controller.tick(self.now))
-            self.check_body(body, self.now - self.moved)
-            self.moved = self.now
+            self.advance(seconds)
+
+    def advance(self, seconds: float) -> None:
+        """Tick once `seconds` later and check the command, the body and the jog's rest."""
+        self.now += seconds
+        self.watchdogs()
+        if self.now - self.tick_time > STALLED_PERIODS * DT:
+            self.velocity[:] = 0.0  # the arm stood at the last command meanwhile
+        self.tick_time = self.now
+        body = self.controller.body.copy()
+        jogging = self.controller.jog.active
+        update = self.controller.tick(self.now)
+        self.check_command(update)
+        self.check_body(body, self.now - self.moved)
+        self.moved = self.now
+        self.check_jog_rest(jogging)
+
+    def check_jog_rest(self, jogged: bool) -> None:
+        """Once jog commands are stale, the arm comes to rest within its braking ticks."""
+        jog = self.controller.jog
+        assert jog.status in JogStatus.__members__.values()
+        if not (jogged and self.now - self.jog_time > JogSettings().timeout):
+            self.braking_ticks = None
+            return
+        if self.braking_ticks is None:  # the first stale tick: braking starts from here
+            motion = self.controller.settings.motion
+            self.braking_ticks = int(np.max(np.ceil(
+                np.abs(self.velocity) / (motion.max_acceleration * DT)), initial=0)) + 2
+        self.braking_ticks -= 1
+        if jog.active:
+            assert self.braking_ticks >= 0, 'still moving after the braking time'
+        else:
+            event('a stale jog came to rest')
+            assert not np.any(self.velocity), 'the jog ended while moving'
+
+    def expected_jog_refusal(self) -> bool:
+        return (not self.streaming or self.stale() or not self.controller.enabled
+                or self.controller._disabling)
+
+    def jog_taken(self, update, expected_refusal: bool) -> None:
+        """Mirror a velocity command: refused as the controller says, or every target lost."""
+        if expected_refusal:
+            assert update.refusal is not None and update.refusal[0] == 'jog'
+            return
+        if update.refusal is None:
+            event('jog')
+            self.forget()
+            self.jog_time = self.now
+
+    @rule(effector=st.integers(0, 1), twist=twists, frame=st.sampled_from(['base', 'tool']),
+          age=st.one_of(st.none(), st.none(), st.floats(-0.3, 0.3)), count=st.integers(1, 40))
+    def twist_stream(self, effector, twist, frame, age, count):
+        """Stream one twist at every tick for `count` ticks (a stick held), then stop."""
+        effector %= len(self.live)
+        for _ in range(count):
+            refused = self.expected_jog_refusal()
+            update = self.controller.jog.on_twist(effector, twist, self.now, frame, age)
+            if age is not None and abs(age) > JogSettings().timeout:
+                assert update.refusal is not None, 'a stale or future twist was taken'
+            self.jog_taken(update, refused)
+            self.advance(DT)
+
+    @rule(velocities=st.lists(st.floats(-12.0, 12.0), min_size=6, max_size=6),
+          named=st.integers(1, 6), unknown=st.booleans(), count=st.integers(1, 40))
+    def joint_jog_stream(self, velocities, named, unknown, count):
+        """Stream joint velocities (past the limits too) for `count` ticks, then stop."""
+        names = self.controller.settings.chain.joint_names
+        jog = dict(zip(names[:named], velocities))
+        if unknown:
+            jog['no_such_joint'] = 1.0
+        for _ in range(count):
+            refused = self.expected_jog_refusal()
+            update = self.controller.jog.on_joint_jog(jog, self.now)
+            if unknown:
+                assert update.refusal is not None, 'a jog of an unknown joint was taken'
+            self.jog_taken(update, refused)
+            self.advance(DT)
 
     @precondition(lambda self: self.feedback)
     @rule(jump=st.booleans(), seed=st.integers(0, 2**16), gap=st.sampled_from([0.0, 0.0, 0.5]),
@@ -446,6 +523,33 @@ ControllerContract.TestCase.settings = settings(
 # Overflows and invalid values are bugs here, not warnings.
 test_the_safety_contract_holds_over_random_event_sequences = pytest.mark.filterwarnings(
     'error::RuntimeWarning')(ControllerContract.TestCase)
+
+
+class JoggingContract(ControllerContract):
+    """The same contract where velocity commands can be taken: streaming, jogged often."""
+
+    @initialize(tree=st.booleans(), feedback=st.booleans(), window=st.sampled_from([0.0, 0.02]),
+                timeout=st.sampled_from([0.0, 0.5]), max_step=st.sampled_from([math.inf, 0.05]),
+                root=st.sampled_from(['pinned', 'free']))
+    def start(self, tree, feedback, window, timeout, max_step, root):
+        super().start(tree, True, feedback, window, timeout, max_step, root)
+
+    @rule(effector=st.integers(0, 1), twist=twists, frame=st.sampled_from(['base', 'tool']),
+          count=st.integers(1, 40))
+    def another_twist_stream(self, effector, twist, frame, count):
+        self.twist_stream(effector, twist, frame, None, count)
+
+    @rule(velocities=st.lists(st.floats(-12.0, 12.0), min_size=6, max_size=6),
+          named=st.integers(1, 6), count=st.integers(1, 40))
+    def another_joint_jog_stream(self, velocities, named, count):
+        self.joint_jog_stream(velocities, named, False, count)
+
+
+JoggingContract.TestCase.settings = settings(
+    max_examples=100, stateful_step_count=60, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow])
+test_the_safety_contract_holds_while_jogging = pytest.mark.filterwarnings(
+    'error::RuntimeWarning')(JoggingContract.TestCase)
 
 
 # ---- regressions found by driving the node, one by one -----------------------------------

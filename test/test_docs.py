@@ -54,6 +54,7 @@ CONFIG_TIPS = {tip for path in (REPO / 'config').glob('*.yaml')
 TARGET_TOPICS = {'target_pose': 'geometry_msgs/msg/PoseStamped',
                  'goal_pose': 'geometry_msgs/msg/PoseStamped',
                  'clicked_point': 'geometry_msgs/msg/PointStamped',
+                 '/ik_node/delta_twist_cmds': 'geometry_msgs/msg/TwistStamped',
                  **{f'{tip}/target_pose': 'geometry_msgs/msg/PoseStamped' for tip in CONFIG_TIPS}}
 SERVICES = {'/ik_node/enable': 'std_srvs/srv/SetBool', '/ik_node/hold': 'std_srvs/srv/Trigger'}
 # What a ready node logs (ik_node: its chain; sim_arm: what it simulates).
