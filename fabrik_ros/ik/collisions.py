@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Sequence, TYPE_CHECKING
 
+from fabrik_ros.chain import ChainError
 from fabrik_ros.collision import CollisionModel, Obstacle, Scene
 import numpy as np
 
@@ -47,7 +48,10 @@ INFLUENCE = 0.05        # m: pairs closer than margin + this constrain a closing
 BUFFER = 0.002          # m: a step aims this far beyond the margin
 CLOSING_STEPS = 40      # constrained closing steps from one start
 RESTART_CLOSING_STEPS = 20
-COLLISION_RESTARTS = 8  # solves from restart seeds looking for a clear branch
+COLLISION_RESTARTS = 16     # solves from clear seeds looking for a clear branch
+CLOSED_CANDIDATES = 2       # of their answers, the closest few get closing steps too
+SEEDS = 64                  # random configurations the clear seeds are drawn from
+SEED_RANDOM = 2026
 MAX_STEP = 0.25         # rad or m: the largest joint motion of one step
 DAMPING = 1e-3          # the damping's start (Jacobian entries are metres per radian)
 DAMPING_MAX = 1e3
@@ -79,15 +83,32 @@ class Collisions:
     """A solver's collision settings, obstacles and the check of its answers."""
 
     def __init__(self, chain: object, margin: object, self_collision: object) -> None:
-        """Validate the settings; build the chain's collision model if self pairs count."""
-        if not isinstance(self_collision, (bool, np.bool_)):
-            raise ValueError(f'self_collision must be True or False, got {self_collision!r}')
+        """
+        Validate the settings; build the chain's collision model if self pairs count.
+
+        self_collision None (auto): on for a chain read from a URDF (its <collision>
+        geometry; none there, nothing to check), off for a chain built from parameters,
+        whose capsules are guesses; a URDF whose geometry cannot be read turns it off,
+        the reason in `status`. True with unreadable geometry raises ChainError.
+        """
+        if self_collision is not None and not isinstance(self_collision, (bool, np.bool_)):
+            raise ValueError(f'self_collision must be True, False or None (auto), got '
+                             f'{self_collision!r}')
         self.chain = chain
         self.margin = checked_margin(margin)
-        self.self_collision = bool(self_collision)
-        self.scene = Scene()
+        self.status = ''
         self._model: CollisionModel | None = None
         self._geometry: _Geometry | None = None
+        self._seeds: np.ndarray | None = None
+        if self_collision is None:
+            self_collision = chain.collision_source.urdf_xml is not None
+            if self_collision:
+                try:
+                    chain.collision
+                except ChainError as error:
+                    self.status = f'self-collision off: {error}'
+                    self_collision = False
+        self.self_collision = bool(self_collision)
         if self.self_collision:
             self._model = chain.collision
         self.active = self._model is not None and len(self._model.pairs) > 0
@@ -120,6 +141,18 @@ class Collisions:
     def obstacles(self) -> tuple:
         """Return the obstacles the answers keep clear of."""
         return self.scene.obstacles
+
+    def seeds(self) -> np.ndarray:
+        """Return the search's seeds: random configurations (the same for a chain)."""
+        if self._seeds is None:
+            chain = self.chain
+            low = np.where(np.isfinite(chain.lower), chain.lower, -np.pi)
+            high = np.where(np.isfinite(chain.upper), chain.upper, np.pi)
+            low, high = np.maximum(low, -np.pi), np.minimum(high, np.pi)
+            high = np.maximum(high, low)
+            self._seeds = np.random.default_rng(SEED_RANDOM).uniform(low, high,
+                                                                     (SEEDS, chain.dof))
+        return self._seeds
 
     def clearance(self, q: np.ndarray, base: np.ndarray) -> tuple[float, tuple[str, str]]:
         """Return the clearance at q (a free root's base at `base`) and its pair's names."""
@@ -160,6 +193,11 @@ class CollisionSettings:
     def self_collision(self) -> bool:
         """Return whether the links are checked against each other."""
         return self._collisions.self_collision
+
+    @property
+    def collision_status(self) -> str:
+        """Return why self-collision checking is off though asked for ('' if it is not)."""
+        return self._collisions.status
 
     @property
     def obstacles(self) -> tuple:
@@ -244,6 +282,10 @@ class _Task:
             solver.effector_weights.get(name, 1.0 if goal is not None else HELD_WEIGHT)
             for name, goal in zip(solver.chain.effector_names, problem.targets)])
         rotations = problem.rotations or [None] * len(problem.targets)
+        rows = 3 * len(self.goals) + sum(
+            {'full': 3, 'axis': 2}.get(mode, 0) for rotation, mode in zip(
+                problem.rotations or [], solver.orientation_modes) if rotation is not None)
+        self.redundant = solver.chain.dof > rows
         self.turns = [(row, mode, np.array(rotation).reshape(3, 3),
                        np.asarray(axis, dtype=float))
                       for row, (rotation, mode, axis) in enumerate(
@@ -316,20 +358,32 @@ class _Search:
         self.timed_out = answer.timed_out
 
     def run(self) -> IkResult:
-        """Return the best pose of the closings from the answer, the seed and restarts."""
-        found = [self._close(self.answer.q, CLOSING_STEPS)]
-        if not self._done(found) and not np.array_equal(self.problem.seed, self.answer.q):
-            found.append(self._close(self.problem.seed, CLOSING_STEPS))
-        for seed in self.solver._restart_seeds[:COLLISION_RESTARTS]:
-            if self._done(found) or self._late():
+        """Return the best pose: a redundant chain's closing, solves from clear seeds, closings."""
+        found = []
+        if self.task.redundant:     # the answer's own branch has room to move clear
+            found.append(self._close(self.answer.q, CLOSING_STEPS))
+        tried = 0
+        for seed in self.collisions.seeds():
+            if self._done(found) or self._late() or tried == COLLISION_RESTARTS:
                 break
+            if self.model.min_distance(self.solver.chain.world_frames(seed),
+                                       self.collisions.scene) < self.margin:
+                continue
+            tried += 1
             self.restarts += 1
             free = self.solver._answer(self.problem.targets, self.problem.rotations,
                                        seed, self.problem.deadline)
             self.steps += free.iterations
-            found.append(self._close(free.q, RESTART_CLOSING_STEPS))
+            found.append(self._evaluate(free.q)[0])
+        if not self._done(found):
+            starts = [self.problem.seed] + [pose.q for pose in sorted(
+                found, key=lambda pose: pose.objective)[:CLOSED_CANDIDATES]]
+            for start in starts:
+                if self._done(found) or self._late():
+                    break
+                found.append(self._close(start, RESTART_CLOSING_STEPS))
         clear = [pose for pose in found if pose.clearance >= self.margin]
-        best = (min(clear, key=lambda pose: pose.objective) if clear
+        best = (min(clear, key=lambda pose: (not pose.met, pose.objective)) if clear
                 else max(found, key=lambda pose: pose.clearance))
         return self._result(best)
 
@@ -469,8 +523,11 @@ def _constrained_step(jacobian: np.ndarray, residual: np.ndarray, damping: float
         if not np.any(active):
             break
         rows = np.flatnonzero(active)
-        block = coupling[np.ix_(rows, rows)] + 1e-12 * np.eye(len(rows))
-        values = np.linalg.lstsq(block, needed[rows], rcond=None)[0]
+        block = coupling[np.ix_(rows, rows)] + 1e-9 * np.eye(len(rows))
+        try:
+            values = np.linalg.solve(block, needed[rows])
+        except np.linalg.LinAlgError:
+            values = np.linalg.lstsq(block, needed[rows], rcond=None)[0]
         if np.any(values < 0.0):
             active[rows[int(np.argmin(values))]] = False
             continue

@@ -125,7 +125,8 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
 
     Collisions (fabrik_ros.ik.collisions): collision_margin, metres, is how far apart every
     checked pair must be in a reached answer: the links against each other
-    (self_collision, the chain's collision model: chain.collision) and against the
+    (self_collision, the chain's collision model: chain.collision; default None, on for
+    a chain read from a URDF, off for one built from parameters) and against the
     obstacles of set_obstacles. An answer that clear is returned exactly as found; a
     closer one starts a search for a clear pose (constrained closing steps, then solves
     from other seeds), and a target reachable only in collision ends at the best clear
@@ -144,7 +145,7 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
                  orientation_tolerance: float = 1e-3,
                  orientation_mode: str | Mapping[str, str] = 'full',
                  tool_axis: object = (0.0, 0.0, 1.0), collision_margin: float = 0.01,
-                 self_collision: bool = True) -> None:
+                 self_collision: bool | None = None) -> None:
         _checked_settings(tolerance, max_iterations, root, fit, fabrik_gain, max_restarts,
                           orientation_tolerance)
         self._unreachable_auto = unreachable_after == 'auto'
