@@ -31,7 +31,7 @@ found the clearest is returned, not reached.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence, TYPE_CHECKING
+from typing import Iterator, NamedTuple, Sequence, TYPE_CHECKING
 
 from fabrik_ros.chain import ChainError
 from fabrik_ros.collision import CollisionModel, Obstacle, Scene
@@ -47,9 +47,9 @@ if TYPE_CHECKING:   # the solver imports this module
 INFLUENCE = 0.05        # m: pairs closer than margin + this constrain a closing step
 BUFFER = 0.002          # m: a step aims this far beyond the margin
 CLOSING_STEPS = 40      # constrained closing steps from one start
-RESTART_CLOSING_STEPS = 20
+RESTART_CLOSING_STEPS = 12
 COLLISION_RESTARTS = 16     # solves from clear seeds looking for a clear branch
-CLOSED_CANDIDATES = 2       # of their answers, the closest few get closing steps too
+CLOSED_CANDIDATES = 1       # of their answers, the closest gets closing steps too
 SEEDS = 64                  # random configurations the clear seeds are drawn from
 SEED_RANDOM = 2026
 MAX_STEP = 0.25         # rad or m: the largest joint motion of one step
@@ -86,9 +86,9 @@ class Collisions:
         """
         Validate the settings; build the chain's collision model if self pairs count.
 
-        self_collision None (auto): on for a chain read from a URDF (its <collision>
-        geometry; none there, nothing to check), off for a chain built from parameters,
-        whose capsules are guesses; a URDF whose geometry cannot be read turns it off,
+        self_collision None (auto): on where the chain's URDF gives its links <collision>
+        geometry, off otherwise (capsules along the links are guesses; obstacles are
+        still checked against them); a URDF whose geometry cannot be read turns it off,
         the reason in `status`. True with unreadable geometry raises ChainError.
         """
         if self_collision is not None and not isinstance(self_collision, (bool, np.bool_)):
@@ -100,18 +100,24 @@ class Collisions:
         self._model: CollisionModel | None = None
         self._geometry: _Geometry | None = None
         self._seeds: np.ndarray | None = None
+        self._clear_seeds: tuple[Scene | None, dict[int, bool]] = (None, {})
         if self_collision is None:
-            self_collision = chain.collision_source.urdf_xml is not None
-            if self_collision:
-                try:
-                    chain.collision
-                except ChainError as error:
-                    self.status = f'self-collision off: {error}'
-                    self_collision = False
+            self_collision = self._described(chain)
         self.self_collision = bool(self_collision)
         if self.self_collision:
             self._model = chain.collision
         self.active = self._model is not None and len(self._model.pairs) > 0
+
+    def _described(self, chain: object) -> bool:
+        """Return whether the chain's URDF gives its links <collision> geometry (auto)."""
+        urdf = chain.collision_source.urdf_xml
+        if urdf is None or '<collision' not in urdf:    # no model built for nothing
+            return False
+        try:
+            return chain.collision.described
+        except ChainError as error:
+            self.status = f'self-collision off: {error}'
+            return False
 
     @property
     def model(self) -> CollisionModel:
@@ -141,6 +147,22 @@ class Collisions:
     def obstacles(self) -> tuple:
         """Return the obstacles the answers keep clear of."""
         return self.scene.obstacles
+
+    def clear_seeds(self) -> Iterator[np.ndarray]:
+        """
+        Yield the search's seeds clear of the obstacles and of themselves, in a fixed order.
+
+        Each seed is checked once per scene, when first needed.
+        """
+        if self._clear_seeds[0] is not self.scene:
+            self._clear_seeds = (self.scene, {})
+        known = self._clear_seeds[1]
+        for index, seed in enumerate(self.seeds()):
+            if index not in known:
+                known[index] = self.model.min_distance(self.chain.world_frames(seed),
+                                                       self.scene) >= self.margin
+            if known[index]:
+                yield seed
 
     def seeds(self) -> np.ndarray:
         """Return the search's seeds: random configurations (the same for a chain)."""
@@ -363,12 +385,9 @@ class _Search:
         if self.task.redundant:     # the answer's own branch has room to move clear
             found.append(self._close(self.answer.q, CLOSING_STEPS))
         tried = 0
-        for seed in self.collisions.seeds():
+        for seed in self.collisions.clear_seeds():
             if self._done(found) or self._late() or tried == COLLISION_RESTARTS:
                 break
-            if self.model.min_distance(self.solver.chain.world_frames(seed),
-                                       self.collisions.scene) < self.margin:
-                continue
             tried += 1
             self.restarts += 1
             free = self.solver._answer(self.problem.targets, self.problem.rotations,

@@ -125,9 +125,9 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
 
     Collisions (fabrik_ros.ik.collisions): collision_margin, metres, is how far apart every
     checked pair must be in a reached answer: the links against each other
-    (self_collision, the chain's collision model: chain.collision; default None, on for
-    a chain read from a URDF, off for one built from parameters) and against the
-    obstacles of set_obstacles. An answer that clear is returned exactly as found; a
+    (self_collision, the chain's collision model: chain.collision; default None: on where
+    the URDF gives the links <collision> geometry, else off) and against the obstacles
+    of set_obstacles. An answer that clear is returned exactly as found; a
     closer one starts a search for a clear pose (constrained closing steps, then solves
     from other seeds), and a target reachable only in collision ends at the best clear
     compromise, not reached. result.clearance and result.closest_pair report the answer's
