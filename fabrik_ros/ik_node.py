@@ -41,21 +41,16 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from fabrik_ros.chain import Chain
-from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMITS_PREFIX,
-                               package_share_dir)
 from fabrik_ros.controller import IkController, Status, Target, Update
 from fabrik_ros.description_loader import DescriptionLoader
-from fabrik_ros.ik_parameters import (chain_declarations, chain_dependent, check_start,
-                                      check_update, COMMAND_JOINTS_DESCRIPTOR,
-                                      declare_node_parameters, NODE_PARAMETERS,
-                                      setting_values, TIMER_RATES, type_refusal,
-                                      unknown_parameter, user_set_chain_parameters)
+from fabrik_ros.ik_parameters import (check_start, declare_node_parameters,
+                                      name_or_type_refusal, NODE_PARAMETERS, TIMER_RATES)
 from fabrik_ros.messages import (branch_paths, controller_markers, diagnostic_array,
                                  point_array, pose_message, quaternion_array, TargetError)
-from fabrik_ros.model_change import description_size_problem, same_model
 from fabrik_ros.node_main import run_node
+from fabrik_ros.node_model import NodeModel
 from fabrik_ros.outputs import BodyOutputs, CommandOutputs
-from fabrik_ros.settings import SETTING_NAMES, Settings, WEIGHTS_PREFIX
+from fabrik_ros.settings import Settings
 from fabrik_ros.target_frames import TargetFrames
 from fabrik_ros.target_markers import TargetMarkers
 from geometry_msgs.msg import PointStamped, PoseStamped
@@ -92,12 +87,10 @@ class IkNode(Node):
         """
         Create a publisher without rclpy's default QoS event handlers.
 
-        Each handler (incompatible QoS, incompatible type) is a waitable that rclpy's
-        executor goes through in Python on every wake-up: the node's four to eight of them
-        cost more CPU per target than the solve (node_bench at 750 targets/s: 68-75 % of a
-        core with them, 59-60 % without, the echo 38-47 %). The subscriber on the other end of a
-        mismatch still reports it, as rclpy's and rclcpp's subscribers do by default; the
-        node's own subscriptions keep theirs.
+        Each handler is a waitable that rclpy's executor goes through in Python on every
+        wake-up, costing more CPU per target than the solve (docs/benchmarks.md, the node).
+        The subscriber on the other end of a QoS mismatch still reports it, as rclpy's and
+        rclcpp's subscribers do by default; the node's own subscriptions keep theirs.
         """
         kwargs.setdefault('event_callbacks', PublisherEventCallbacks(use_default_callbacks=False))
         return super().create_publisher(*args, **kwargs)
@@ -118,13 +111,8 @@ class IkNode(Node):
                     bool(self._feedback_topic) and 'joint_state' in outputs and len(
                         {expand_topic_name(topic, self.get_name(), self.get_namespace())
                          for topic in (command_topic, self._feedback_topic)}) == 1)
-        self._user_set = user_set_chain_parameters(self)  # kept for a new chain
-        self._model: Chain | None = None
-        self._controller: IkController | None = None
-        self._declaring = False  # declaring the chain's parameters: validated as a whole
         self._refusal_logged: dict[str, float] = {}  # kind of message -> monotonic seconds
         self._effector_topics: set[str] = set()
-        self._description = ''  # the last robot_description taken from the topic
         self._rviz_targets = param('rviz_targets')
         self._frames = TargetFrames(self, self._base_link, self._odom_frame, self._free)
 
@@ -147,19 +135,21 @@ class IkNode(Node):
         self._window_timer.cancel()
         rate = param('command_rate')
         self._period = 1.0 / rate if rate > 0.0 else None  # seconds between commands
+        self._robot = NodeModel(self, self._period, bool(self._feedback_topic), self._apply,
+                                self._on_model)
         self._rate_timers = {}
         self._restart_timers({})
         self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
-        chain = self._chain_from_parameters()
+        chain = self._robot.from_parameters()
         if chain is None:
             self.get_logger().info('no chain in the parameters: waiting for robot_description')
-            self._loader = DescriptionLoader(self, self._chain_from_urdf, self._adopt)
+            self._loader = DescriptionLoader(self, self._robot.from_urdf, self._robot.adopt)
             self.create_subscription(String, 'robot_description', self._on_description,
                                      DESCRIPTION_QOS)
         else:
-            self._use_chain(chain)
+            self._robot.use(chain)
 
     def destroy_node(self) -> None:
         """Take the draggable targets out of RViz first, while the node can still say so."""
@@ -169,102 +159,32 @@ class IkNode(Node):
 
     def set_parameters_atomically(self, parameter_list: list[Parameter]
                                   ) -> SetParametersResult:
-        """
-        Set parameters (as ros2 param set does) after refusing, by name, what rclpy would.
-
-        rclpy's own answers name nothing ("Invalid access to undeclared parameter(s): []",
-        "expected '3' got '4'"): an unknown name or a value of the wrong type gets a reason
-        naming the parameter, and the type it needs in words.
-        """
-        for parameter in parameter_list:
-            if not self.has_parameter(parameter.name):
-                return SetParametersResult(successful=False, reason=unknown_parameter(
-                    parameter.name, self._model))
-            expected = self.get_parameter(parameter.name).type_
-            if parameter.type_ not in (expected, Parameter.Type.NOT_SET) \
-                    and not self.describe_parameter(parameter.name).dynamic_typing:
-                return SetParametersResult(successful=False, reason=type_refusal(
-                    parameter.name, expected, parameter))
+        """Set parameters (as ros2 param set does); an unknown name or type is named."""
+        reason = name_or_type_refusal(self, parameter_list, self._model)
+        if reason is not None:
+            return SetParametersResult(successful=False, reason=reason)
         return super().set_parameters_atomically(parameter_list)
 
     def _param(self, name: str) -> object:
         return self.get_parameter(name).value
 
+    @property
+    def _model(self) -> Chain | None:
+        return self._robot.model
+
+    @property
+    def _controller(self) -> IkController | None:
+        return self._robot.controller
+
     # ---- chain and parameters -------------------------------------------------------
-
-    def _chain_from_parameters(self) -> Chain | None:
-        """Build the model from parameters; None when none describes it (use the topic)."""
-        if self._param('robot_description'):
-            return self._chain_from_urdf(self._param('robot_description'))
-        names = ['robot_description_file', 'base_link', 'tip_links', *CHAIN_PARAMETERS]
-        return chain_from_parameters({name: self._param(name) for name in names},
-                                     package_share_dir())
-
-    def _chain_from_urdf(self, urdf: str) -> Chain:
-        """Build the chain of a URDF (ValueError if unusable, or too big to parse)."""
-        problem = description_size_problem(urdf)
-        if problem:
-            raise ValueError(f'robot_description refused before parsing: {problem}')
-        return Chain.from_urdf(urdf, self._base_link, list(self._param('tip_links')))
 
     def _on_description(self, msg: String) -> None:
         """Parse a new description off the executor thread (see DescriptionLoader)."""
-        if msg.data != self._description:  # else published again, unchanged: as before
+        if msg.data != self._robot.description:  # else published again, unchanged
             self._loader.submit(msg.data)
 
-    def _adopt(self, urdf: str, chain: Chain | ValueError) -> None:
-        """Use a parsed description: the same robot changes nothing, another one is taken."""
-        if self._model is not None and not isinstance(chain, ValueError) \
-                and same_model(self._model, chain):
-            self._description = urdf
-            return
-        try:
-            if isinstance(chain, ValueError):
-                raise chain
-            self._use_chain(chain)
-        except ValueError as error:  # a ChainError is a ValueError
-            self.get_logger().error(f'robot_description refused, chain unchanged: {error}')
-            return
-        self._description = urdf
-        self.get_logger().info('chain loaded from the robot_description topic')
-
-    def _values(self, model: Chain, updates: dict[str, object]) -> dict[str, object]:
-        """Return the settings' parameters: the model's limits, what the user set, updates."""
-        return setting_values(model, {name: self._param(name) for name in SETTING_NAMES},
-                              self._user_set, updates)
-
-    def _use_chain(self, model: Chain) -> None:
-        """
-        Adopt a model, rebuilding everything derived from it, or raise ValueError.
-
-        Its per-joint limits and per-effector weights are declared (the model's, or what the
-        user set, validated once for the whole chain); those of the previous model go.
-        """
-        values = self._values(model, {})
-        settings = Settings.from_parameters(model, values)  # unknown joints/fields refused
-        order = self._user_set.get('command_joints') or model.joint_names
-        controller = self._controller
-        if controller is None:
-            controller = IkController(
-                settings, time.monotonic(), command_period=self._period,
-                feedback=bool(self._feedback_topic), command_joints=order,
-                enabled=self._param('start_enabled'))
-        else:  # what the arm does carries over (see IkController.change_model)
-            self._apply(controller.change_model(settings, time.monotonic(), order))
-        self._declaring = True
-        try:
-            for prefix in (LIMITS_PREFIX, WEIGHTS_PREFIX):
-                for name in self.get_parameters_by_prefix(prefix[:-1]):
-                    self.undeclare_parameter(prefix + name)
-            self.declare_parameters('', chain_declarations(model, values))
-            if self.has_parameter('command_joints'):
-                self.set_parameters([Parameter('command_joints', value=list(order))])
-            else:
-                self.declare_parameter('command_joints', list(order),
-                                       COMMAND_JOINTS_DESCRIPTOR)
-        finally:
-            self._declaring = False
-        self._model, self._controller = model, controller
+    def _on_model(self, model: Chain, controller: IkController, settings: Settings) -> None:
+        """Rewire what depends on a newly adopted model: paths, topics, markers."""
         self._paths = branch_paths(model.parents.tolist(),
                                    [effector.parent for effector in model.effectors])
         self._set_window(settings.target_window)
@@ -289,22 +209,16 @@ class IkNode(Node):
 
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a change as a whole; commit it only when all of it is usable."""
-        if self._declaring:  # the node's own declarations, validated by _use_chain
+        if self._robot.declaring:  # the node's own declarations, validated by NodeModel
             return SetParametersResult(successful=True)
         updates = {parameter.name: parameter.value for parameter in parameters}
         try:
-            check_update({name: self._param(name) for name in NODE_PARAMETERS}, updates)
-            if self._controller is not None:
-                settings = Settings.from_parameters(self._model,
-                                                    self._values(self._model, updates))
-                order = updates.get('command_joints', self._param('command_joints'))
-                self._controller.configure(settings, order)  # validated, then committed
-                self._set_window(settings.target_window)
+            settings = self._robot.update(updates)
         except ValueError as error:
             return SetParametersResult(successful=False, reason=str(error))
         # Humble has no post-set callback: what follows cannot fail.
-        self._user_set.update((name, value) for name, value in updates.items()
-                              if chain_dependent(name))
+        if settings is not None:
+            self._set_window(settings.target_window)
         if TIMER_RATES & updates.keys():
             self._restart_timers(updates)
         return SetParametersResult(successful=True)

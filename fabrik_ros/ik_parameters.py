@@ -279,13 +279,13 @@ TYPE_WORDS = {
     Parameter.Type.STRING_ARRAY: 'a list of strings'}
 
 
-def type_refusal(name: str, expected: Parameter.Type, parameter: Parameter) -> str:
+def _type_refusal(name: str, expected: Parameter.Type, parameter: Parameter) -> str:
     """Say that `parameter` has the wrong type for `name`, in words."""
     return (f'{name} must be {TYPE_WORDS[expected]}, got {parameter.value!r} '
             f'({TYPE_WORDS[parameter.type_]})')
 
 
-def unknown_parameter(name: str, model: Chain | None) -> str:
+def _unknown_parameter(name: str, model: Chain | None) -> str:
     """Say why `name` is no parameter of the node (a joint or effector the chain has not)."""
     joint, _, field = name[len(LIMITS_PREFIX):].rpartition('.')
     if model is None:
@@ -298,3 +298,21 @@ def unknown_parameter(name: str, model: Chain | None) -> str:
         return (f"{name}: unknown effector '{name[len(WEIGHTS_PREFIX):]}'; effectors: "
                 f'{model.effector_names}')
     return f'{name}: no such parameter of the IK node'
+
+
+def name_or_type_refusal(node: Node, parameters: list[Parameter], model: Chain | None
+                         ) -> str | None:
+    """
+    Say why rclpy would refuse one of `parameters` by name or type; None: it would not.
+
+    rclpy's own answers name nothing ("Invalid access to undeclared parameter(s): []",
+    "expected '3' got '4'"): these name the parameter, and the type it needs in words.
+    """
+    for parameter in parameters:
+        if not node.has_parameter(parameter.name):
+            return _unknown_parameter(parameter.name, model)
+        expected = node.get_parameter(parameter.name).type_
+        if parameter.type_ not in (expected, Parameter.Type.NOT_SET) \
+                and not node.describe_parameter(parameter.name).dynamic_typing:
+            return _type_refusal(parameter.name, expected, parameter)
+    return None

@@ -464,7 +464,7 @@ def run(controller: IkController, start: float, seconds: float) -> np.ndarray:
 
 
 def test_a_narrowed_position_limit_is_reached_within_the_motion_limits():
-    """Bug 1: narrowing max_position below a joint's command made the command jump."""
+    """Narrowing max_position below a joint's command moves it there within the limits."""
     model = serial_arm()
     controller = streaming(model, max_joint_step=0.05)
     q = model.neutral()
@@ -483,7 +483,7 @@ def test_a_narrowed_position_limit_is_reached_within_the_motion_limits():
 
 
 def test_after_a_feedback_gap_commands_restart_where_the_arm_is_measured():
-    """Bug 2: after feedback came back elsewhere the node kept commanding its old pose."""
+    """Feedback back after a gap, elsewhere: commands start from the measured pose."""
     model = serial_arm()
     controller = streaming(model, feedback=True)
     controller.on_feedback(model.joint_names, model.neutral().tolist(), 0.0)
@@ -496,7 +496,7 @@ def test_after_a_feedback_gap_commands_restart_where_the_arm_is_measured():
 
 
 def test_a_target_sent_before_disable_is_not_replayed_after_enable():
-    """Bug 4: a tree replayed the other effector's pre-disable target after ~/enable."""
+    """After ~/enable no effector of a tree replays a target sent before disable."""
     model = two_legs()
     controller = IkController(make_settings(model), 0.0, command_period=None, feedback=False)
     feet = model.effector_positions(model.neutral())
@@ -510,7 +510,7 @@ def test_a_target_sent_before_disable_is_not_replayed_after_enable():
 @pytest.mark.parametrize('age, refused', [(0.1, False), (-0.1, False), (0.6, True),
                                           (-(2**31), True)])
 def test_targets_stamped_beyond_the_target_timeout_either_way_are_refused(age, refused):
-    """Bug 9: a target stamped in 2038 passed the target_timeout check."""
+    """A target stamped too far in the past or the future (2038) is refused."""
     model = serial_arm()
     controller = streaming(model, target_timeout=0.5)
     update = controller.on_target(0, Target(model.tip_position(model.neutral() + 0.1)),
@@ -520,7 +520,7 @@ def test_targets_stamped_beyond_the_target_timeout_either_way_are_refused(age, r
 
 
 def test_diagnostics_describe_the_last_solve_consistently():
-    """Bug 10: solve_time_ms fell to 0 a window after a solve that error_m still showed."""
+    """solve_time_ms and error_m describe the same, last solve."""
     model = serial_arm()
     controller = streaming(model)
     controller.on_target(0, Target(model.tip_position(model.neutral() + 0.2)), 0.0)

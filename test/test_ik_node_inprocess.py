@@ -87,7 +87,7 @@ def other_robot() -> str:
 
 
 def test_a_new_robot_description_rebuilds_the_chain_and_its_limits(make_node):
-    """Bug 3: the first model's limits were fed back as overrides of the second."""
+    """A second model gets its own limits, not the first model's as overrides."""
     node = make_node(**ARM_TOPIC)
     describe(node, ARM_URDF)
     assert node._model.joint_names[0] == 'base_yaw'
@@ -120,13 +120,13 @@ def test_limits_the_user_set_survive_a_new_description_and_must_fit_it(make_node
 ])
 def test_start_up_refuses_unknown_joints_and_fields_under_joint_limits(
         make_node, name, complaint):
-    """Bug 5: a misspelled limit was silently ignored."""
+    """A misspelled limit is refused with its name, never silently ignored."""
     with pytest.raises(ValueError, match=complaint):
         make_node(**ARM_FILE, **{name: 0.5})
 
 
 def test_every_parameter_can_be_read_at_once(make_node):
-    """Bug 6: command_joints was typed but unset, and get_parameters of all names failed."""
+    """Every parameter, command_joints among them, reads back in one get_parameters."""
     node = make_node(**ARM_FILE)
     names = list(node._parameters)
     values = node.get_parameters(names)
@@ -136,7 +136,7 @@ def test_every_parameter_can_be_read_at_once(make_node):
 
 
 def test_outputs_that_are_off_are_not_advertised(make_node):
-    """Bug 10: ~/joint_trajectory and ~/commands were advertised with the outputs off."""
+    """~/joint_trajectory and ~/commands exist only when their outputs are on."""
     node = make_node(**ARM_FILE)
     topics = {publisher.topic_name for publisher in node.publishers}
     assert '/joint_commands' in topics
@@ -163,7 +163,7 @@ def test_only_the_subscriptions_wake_the_executor_for_qos_events(make_node):
 ])
 def test_rviz_targets_only_when_asked_for_and_under_the_namespace(
         make_node, rviz_targets, namespace, expected):
-    """Bug 12: /clicked_point moved every arm, hardware included."""
+    """The RViz topics /clicked_point and /goal_pose reach only an arm that asks for them."""
     node = make_node(namespace=namespace, rviz_targets=rviz_targets, **ARM_FILE)
     topics = {subscription.topic_name for subscription in node.subscriptions}
     assert {topic for topic in topics if topic.endswith(('clicked_point', 'goal_pose'))} \
@@ -171,7 +171,7 @@ def test_rviz_targets_only_when_asked_for_and_under_the_namespace(
 
 
 def test_ik_node_and_sim_arm_with_their_defaults_make_a_loop(make_node):
-    """Bug 11: both published joint_states, so the README's ros2 run pair never moved."""
+    """With their defaults ik_node commands /joint_commands, sim_arm alone /joint_states."""
     params = load_config(REPO_ROOT / 'config' / 'arm.yaml')
     ik_node = make_node(**params)
     sim_arm = make_node(SimArm, **params)
@@ -184,7 +184,7 @@ def test_ik_node_and_sim_arm_with_their_defaults_make_a_loop(make_node):
 
 @pytest.mark.parametrize('content', [None, 'a: [\n'])
 def test_a_missing_or_broken_params_file_is_one_line(tmp_path, capfd, content):
-    """Bug 8: a bad --params-file printed a 19-line traceback."""
+    """A missing or broken --params-file is one line, not a traceback."""
     path = tmp_path / 'params.yaml'
     if content is not None:
         path.write_text(content)
