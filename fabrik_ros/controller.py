@@ -95,6 +95,7 @@ class IkController:
         self.result: IkResult | None = None
         self.solved_targets: np.ndarray | None = None  # (m, 3) of the last solve, NaN: none
         self._solver: IkSolver | None = None  # built on the next solve after a change
+        self.obstacles: tuple = ()  # solves keep clear of them (pinned root: set_obstacles)
         self._pinned: IkSolver | None = None  # a free body's joints where it is: follow_body
         # A free body's last solved targets and orientations, which its joints keep while it
         # slides (controller_solve.follow_body); None once they are forgotten.
@@ -130,6 +131,10 @@ class IkController:
         self.settings = settings
         self._solver = self._pinned = None
         self.stream.set_limits(settings.motion)
+
+    def set_obstacles(self, obstacles: Sequence[object]) -> None:
+        """Keep the next solves clear of obstacles (Box, Sphere, Cylinder; base frame)."""
+        self.obstacles, self._solver = tuple(obstacles), None
 
     def change_model(self, settings: Settings, now: float,
                      command_joints: Sequence[str] = ()) -> Update:

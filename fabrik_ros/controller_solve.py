@@ -75,6 +75,8 @@ def solve(controller: IkController, now: float) -> Update:
     settings, stream = controller.settings, controller.stream
     if controller._solver is None:
         controller._solver = settings.solver()
+        if settings.root == 'pinned':   # a free root's obstacles would slide with its base
+            controller._solver.set_obstacles(controller.obstacles)
     targets = controller.target_positions()
     orientations = None  # position-only: the solve exactly as without orientations
     if settings.orientation_mode != 'position' and any(

@@ -51,6 +51,7 @@ from fabrik_ros.messages import (branch_paths, controller_markers, diagnostic_ar
 from fabrik_ros.node_jog import NodeJog
 from fabrik_ros.node_main import run_node
 from fabrik_ros.node_model import NodeModel
+from fabrik_ros.node_obstacles import NodeObstacles
 from fabrik_ros.outputs import BodyOutputs, CommandOutputs
 from fabrik_ros.settings import Settings
 from fabrik_ros.target_frames import TargetFrames
@@ -140,6 +141,7 @@ class IkNode(Node):
         self._period = 1.0 / rate if rate > 0.0 else None  # seconds between commands
         self._robot = NodeModel(self, self._period, bool(self._feedback_topic), self._apply,
                                 self._on_model)
+        self._obstacles = NodeObstacles(self, self._frames, lambda: self._controller)
         self._rate_timers = {}
         self._restart_timers({})
         self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics)
@@ -198,6 +200,7 @@ class IkNode(Node):
                     PoseStamped, f'{name}/target_pose',
                     lambda msg, index=index: self._on_pose(msg, index), TARGET_QOS)
         self._jog.on_model(model)
+        self._obstacles.apply(controller)
         if self._rviz_targets:
             self._show_target_markers(model, controller)
         self.get_logger().info(f'chain {model.base_link} -> {", ".join(model.effector_names)}: '

@@ -15,11 +15,11 @@
 """
 The real descriptions' collision models, checked against their own meshes with coal.
 
-UR5e with its Robotiq 2F-85 (airo-models) and the Panda with its hand (example-robot-data),
-found as test/test_descriptions.py finds them: every link capsule is never closer to an
-obstacle or to another link than coal says the link's real meshes are; the neutral pose is
-clear of self-collision, a folded one is not; the checked pairs leave out adjacent links
-and links that move together.
+UR5e with its Robotiq 2F-85 (airo-models) and the Panda with its hand and its SRDF
+(example-robot-data), found as test/test_descriptions.py finds them: every link capsule is
+never closer to an obstacle or to another link than coal says the link's real meshes are;
+the neutral pose is clear of self-collision, a folded one is not; the checked pairs leave
+out adjacent links, links that move together and the pairs an SRDF disables.
 """
 
 from collections import defaultdict
@@ -55,12 +55,13 @@ def ur5e_with_gripper() -> Chain:
 
 
 def panda_with_hand() -> Chain:
-    """Return the Panda with its hand to the flange, package:// names given their share."""
+    """Return the Panda with its hand to the flange and its SRDF's disabled pairs."""
     text = _example_robot_data('panda_description/urdf/panda.urdf')
     share = metadata.distribution('example-robot-data').locate_file(
         'cmeel.prefix/share/example-robot-data')
     return Chain.from_urdf(text, 'panda_link0', 'panda_link8',
-                           package_dirs={'example-robot-data': share})
+                           package_dirs={'example-robot-data': share},
+                           srdf_xml=_example_robot_data('panda_description/srdf/panda.srdf'))
 
 
 ROBOTS = {'ur5e with gripper': ur5e_with_gripper, 'panda with hand': panda_with_hand}

@@ -47,13 +47,16 @@ class CollisionSource:
 
 def collision_model(chain: Any, source: CollisionSource) -> CollisionModel:
     """
-    Return the collision model of a Chain: URDF capsules if source has a URDF, else plain.
+    Return the collision model of a Chain: URDF capsules if its URDF has geometry, else plain.
 
-    Plain capsules run from each joint to its children and effectors, with one radius.
+    Plain capsules run from each joint to its children and effectors, with one radius; a
+    model from a URDF's <collision> geometry is `described`.
     """
+    links = []
     if source.urdf_xml is not None:
         links = links_from_urdf(source.urdf_xml, chain.base_link, chain.all_joint_names,
                                 source.urdf_dir, source.package_dirs)
+    if links:
         bodies = [Body(link.link, link.frame, *link.capsule) for link in links]
         adjacent = [(link.link, link.parent) for link in links if link.parent is not None]
     else:
@@ -61,7 +64,9 @@ def collision_model(chain: Any, source: CollisionSource) -> CollisionModel:
     pairs = checked_pairs(CollisionModel(bodies, ()), adjacent,
                           srdf_disabled_pairs(source.srdf_xml), chain.world_frames,
                           chain.lower, chain.upper, source.samples)
-    return CollisionModel(bodies, pairs)
+    model = CollisionModel(bodies, pairs)
+    model.described = bool(links)
+    return model
 
 
 def _plain_bodies(chain: Any, link_radius: float | None

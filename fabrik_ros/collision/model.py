@@ -85,6 +85,11 @@ class CollisionModel:
         self.lengths_squared = np.sum((ends[:, :3, 1] - ends[:, :3, 0]) ** 2, axis=1)
         self.radii = np.array([body.radius for body in self.bodies])
         self._pair_radii = self.radii[pairs[:, 0]] + self.radii[pairs[:, 1]]
+        # Bodies on the base frame never move: no configuration changes their distance to
+        # an obstacle (a table the base stands on touches it always), so only the moving
+        # bodies are checked against obstacles.
+        self.moving = np.flatnonzero(self._frames > 0)
+        self.described = False  # from a URDF's <collision> geometry (see build)
         self._last_rows: tuple[Scene, _Rows] | None = None
         self._last_scene: tuple[tuple[int, ...], Scene] | None = None
 
@@ -103,9 +108,10 @@ class CollisionModel:
         """Return every checked pair's distance and closest points at FK frames `world`."""
         scene = self.scene(scene)
         starts, ends = self.segments(world)
-        bodies, rounds, boxes = len(self.bodies), len(scene.round_index), len(scene.box_index)
+        moving = self.moving
+        bodies, rounds, boxes = len(moving), len(scene.round_index), len(scene.box_index)
         first, second = self.pairs[:, 0], self.pairs[:, 1]
-        body_rows = np.repeat(np.arange(bodies), rounds)
+        body_rows = np.repeat(moving, rounds)
         round_rows = np.tile(np.arange(rounds), bodies)
         axis, on_first, on_second = segment_segment(
             np.concatenate([starts[first], starts[body_rows]]),
@@ -114,17 +120,17 @@ class CollisionModel:
             np.concatenate([ends[second], scene.round_ends[round_rows]]))
         radius_second = np.concatenate([self.radii[second], scene.round_radii[round_rows]])
         if len(scene.cylinder_rows):
-            _raise_to_end_planes(scene, starts, ends, len(first), (axis, on_first, on_second,
-                                                                   radius_second))
+            _raise_to_end_planes(scene, starts[moving], ends[moving], len(first),
+                                 (axis, on_first, on_second, radius_second))
         firsts = [first, body_rows]
         seconds = [second, scene.round_index[round_rows]]
         if boxes:
-            box_axis, box_first, box_second = _boxes(scene, starts, ends)
+            box_axis, box_first, box_second = _boxes(scene, starts[moving], ends[moving])
             axis = np.concatenate([axis, box_axis])
             on_first = np.concatenate([on_first, box_first])
             on_second = np.concatenate([on_second, box_second])
             radius_second = np.concatenate([radius_second, np.zeros(bodies * boxes)])
-            firsts.append(np.repeat(np.arange(bodies), boxes))
+            firsts.append(np.repeat(moving, boxes))
             seconds.append(np.tile(scene.box_index, bodies))
         first_all = np.concatenate(firsts)
         radius_first = self.radii[first_all]
@@ -145,51 +151,93 @@ class CollisionModel:
         nearer of its ends' and the box edges' (the closest point of a face to a segment
         that misses the box is at an end of it or over an edge), else segment_box's.
         """
+        return self.nearest(world, scene)[0]
+
+    def nearest_names(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
+                      ) -> tuple[float, tuple[str, str]]:
+        """Return min_distance and the names of its pair (as Clearance.names), same cost."""
+        scene = self.scene(scene)
+        distance, first, second = self.nearest(world, scene)
+        if first < 0:
+            return distance, ('', '')
+        bodies = len(self.bodies)
+        other = self.names[second] if second < bodies else scene.name(second - bodies)
+        return distance, (self.names[first], other)
+
+    def nearest(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
+                ) -> tuple[float, int, int]:
+        """
+        Return min_distance, the body of its pair and the other: a body, or bodies + obstacle.
+
+        (inf, -1, -1) with nothing to check.
+        """
         scene = self.scene(scene)
         rows = self._rows(scene)
         placed = world[self._frames, :3] @ self._ends                  # (b, 3, 2)
         starts, ends = placed[:, :, 0], placed[:, :, 1]
-        all_starts = np.concatenate((starts.T, rows.round_starts), axis=1)   # (3, b + r)
-        all_directions = np.concatenate(((ends - starts).T, rows.round_directions), axis=1)
-        distance = segment_distances(
-            all_starts[:, rows.first], all_directions[:, rows.first], rows.first_squared,
-            all_starts[:, rows.second], all_directions[:, rows.second], rows.second_squared
-        ) - rows.radii
-        if len(scene.cylinder_rows):
-            z_start = starts @ scene.cylinder_axes.T - rows.cylinder_offsets
-            z_end = ends @ scene.cylinder_axes.T - rows.cylinder_offsets
-            slab = np.maximum(np.maximum(np.minimum(z_start, z_end), -np.maximum(z_start, z_end))
-                              - scene.cylinder_half_lengths, 0.0) - self.radii[:, None]
-            distance[rows.cylinder_rows] = np.maximum(distance[rows.cylinder_rows],
-                                                      slab.ravel())
-        best = float(distance.min()) if len(distance) else float('inf')
+        best = (float('inf'), -1, -1)
+        if len(rows.first):
+            all_starts = np.concatenate((starts.T, rows.round_starts), axis=1)   # (3, b + r)
+            all_directions = np.concatenate(((ends - starts).T, rows.round_directions),
+                                            axis=1)
+            distance = segment_distances(      # take: cheaper than fancy indexing
+                all_starts.take(rows.first, axis=1), all_directions.take(rows.first, axis=1),
+                rows.first_squared, all_starts.take(rows.second, axis=1),
+                all_directions.take(rows.second, axis=1), rows.second_squared) - rows.radii
+            if len(scene.cylinder_rows):
+                moving = self.moving
+                z_start = starts[moving] @ scene.cylinder_axes.T - rows.cylinder_offsets
+                z_end = ends[moving] @ scene.cylinder_axes.T - rows.cylinder_offsets
+                slab = np.maximum(np.maximum(np.minimum(z_start, z_end),
+                                             -np.maximum(z_start, z_end))
+                                  - scene.cylinder_half_lengths, 0.0) - self.radii[moving, None]
+                distance[rows.cylinder_rows] = np.maximum(distance[rows.cylinder_rows],
+                                                          slab.ravel())
+            row = int(distance.argmin())
+            best = (float(distance[row]), int(rows.first[row]), int(rows.second_body[row]))
         if not len(scene.box_index):
             return best
+        return self._nearest_box(starts[self.moving], ends[self.moving], rows, best)
+
+    def _nearest_box(self, starts: np.ndarray, ends: np.ndarray, rows: _Rows,
+                     best: tuple[float, int, int]) -> tuple[float, int, int]:
+        """Return best or a nearer moving body-box row (see min_distance), as nearest does."""
+        moving, radii = self.moving, self.radii[self.moving]
         local_start = starts @ rows.box_rotations + rows.box_translations   # (k, b, 3)
         local_end = ends @ rows.box_rotations + rows.box_translations
         lower, upper = segment_box_bounds(local_start, local_end, rows.half_sizes)
-        lower = np.where(lower > 0.0, lower - self.radii, -np.inf)
-        upper = upper - self.radii
-        best = min(best, float(upper.min()))
-        open_rows = (lower < best) & (upper > lower + 1e-12)
-        if not np.any(open_rows):
+        lower = np.where(lower > 0.0, lower - radii, -np.inf)
+        upper = upper - radii
+        if not upper.size:
             return best
-        radii = np.broadcast_to(self.radii, lower.shape)
+        box, body = np.unravel_index(int(upper.argmin()), upper.shape)
+        if upper[box, body] < best[0]:
+            best = (float(upper[box, body]), int(moving[body]), int(rows.box_second[box]))
+        open_rows = (lower < best[0]) & (upper > lower + 1e-12)
+        if not open_rows.any():
+            return best
+        radii = np.broadcast_to(radii, lower.shape)
         apart = open_rows & (lower > -np.inf)       # a separating axis: the edges decide
-        if np.any(apart):
+        candidates = []
+        if apart.any():
             box = rows.box_of_row[apart]
             edges = segment_distances(
                 *_repeat_segments(local_start[apart], local_end[apart], len(_EDGE_SIGNS)),
                 rows.edge_starts[box].reshape(-1, 3).T,
                 rows.edge_directions[box].reshape(-1, 3).T,
                 rows.edge_squared[box].ravel()).reshape(len(box), -1).min(axis=1)
-            best = min(best, float((edges - radii[apart]).min()))
+            candidates.append((edges - radii[apart], apart))
         touching = open_rows & (lower == -np.inf)
-        if np.any(touching):
+        if touching.any():
             half_sizes = np.broadcast_to(rows.half_sizes, local_start.shape)[touching]
             exact = segment_box_distance(local_start[touching], local_end[touching],
                                          half_sizes) - radii[touching]
-            best = min(best, float(exact.min()))
+            candidates.append((exact, touching))
+        for values, mask in candidates:
+            row = int(values.argmin())
+            if values[row] < best[0]:
+                box, body = (index[row] for index in np.nonzero(mask))
+                best = (float(values[row]), int(moving[body]), int(rows.box_second[box]))
         return best
 
     def scene(self, obstacles: Scene | Sequence[Obstacle]) -> Scene:
@@ -247,10 +295,10 @@ class _Rows:
 
     def __init__(self, model: CollisionModel, scene: Scene) -> None:
         """Index segments stacked as [bodies, round obstacles]; boxes as (k, 1, ...) frames."""
-        bodies = len(model.bodies)
+        bodies, moving = len(model.bodies), len(model.moving)
         self.rounds = len(scene.round_index)
-        body_rows = np.repeat(np.arange(bodies), self.rounds)
-        round_rows = np.tile(np.arange(self.rounds), bodies)
+        body_rows = np.repeat(model.moving, self.rounds)
+        round_rows = np.tile(np.arange(self.rounds), moving)
         self.first = np.concatenate([model.pairs[:, 0], body_rows])
         self.second = np.concatenate([model.pairs[:, 1], bodies + round_rows])
         self.radii = np.concatenate([model.radii[model.pairs[:, 1]] + model.radii[
@@ -259,9 +307,13 @@ class _Rows:
         self.round_directions = (scene.round_ends - scene.round_starts).T.copy()
         squared = np.concatenate([model.lengths_squared,
                                   np.sum(self.round_directions ** 2, axis=0)])
+        # The other of each row as nearest names it: a body, or bodies + obstacle index.
+        self.second_body = np.concatenate([model.pairs[:, 1],
+                                           bodies + scene.round_index[round_rows]])
+        self.box_second = bodies + scene.box_index
         self.first_squared = squared[self.first]
         self.second_squared = squared[self.second]
-        self.cylinder_rows = (len(model.pairs) + np.arange(bodies)[:, None] * self.rounds
+        self.cylinder_rows = (len(model.pairs) + np.arange(moving)[:, None] * self.rounds
                               + scene.cylinder_rows).ravel()
         self.cylinder_offsets = np.einsum('ij,ij->i', scene.cylinder_centres,
                                           scene.cylinder_axes)
@@ -270,7 +322,7 @@ class _Rows:
         self.box_translations = -np.einsum('ki,kij->kj', scene.box_translations,
                                            scene.box_rotations)[:, None, :]
         self.half_sizes = scene.half_sizes[:, None, :]
-        self.box_of_row = np.repeat(np.arange(len(scene.box_index)), bodies).reshape(-1, bodies)
+        self.box_of_row = np.repeat(np.arange(len(scene.box_index)), moving).reshape(-1, moving)
         # Each box's 12 edges in its frame: 4 along each axis, from the -h end.
         self.edge_starts = _EDGE_SIGNS * scene.half_sizes[:, None, :]          # (k, 12, 3)
         self.edge_directions = _EDGE_AXES * (2.0 * scene.half_sizes[:, None, :])

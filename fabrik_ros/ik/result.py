@@ -50,6 +50,11 @@ class IkResult:
     orientation_error: their maximum (NaN for a position-only solve); the reached tool
     frames are chain.effector_poses(q). reached: every error within its tolerance (the
     orientation errors of effectors in 'position' mode are reported, not required).
+    clearance: metres, the smallest distance over the checked pairs (links against each
+    other and against the obstacles; < 0 penetration; inf with nothing to check), never
+    above the true distance of the geometries; closest_pair: that pair's names (a link,
+    then a link or 'obstacle 2 (box)'). A reached answer is at least the solver's
+    collision_margin clear.
     """
 
     q: np.ndarray
@@ -69,6 +74,8 @@ class IkResult:
     timed_out: bool = False
     orientation_error: float = math.nan
     orientation_errors: np.ndarray = field(default_factory=lambda: np.empty(0))
+    clearance: float = math.inf
+    closest_pair: tuple[str, str] = ('', '')
 
 
 class _Steps(NamedTuple):

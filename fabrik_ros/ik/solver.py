@@ -25,6 +25,7 @@ from fabrik_ros.chain import Chain
 import numpy as np
 
 from .attempt import _Solve, PassSettings
+from .collisions import Collisions, CollisionSettings, Problem
 from .groups import _Group, _independent_groups, _passes
 from .inputs import _Inputs
 from .limits import JointLimits
@@ -42,7 +43,7 @@ from .validation import _checked_settings, _checked_timeout, _orientation_mode, 
 from .workspace import _restart_seeds, _Workspace
 
 
-class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace):
+class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
     """
     FABRIK inverse kinematics for a Chain: one or several effectors, pinned or free root.
 
@@ -121,6 +122,17 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace):
     branches tried, or the centre is missed, the whole arm's solve takes over from the seed
     with the iterations left. An arm of the UR family (three parallel joints, an offset
     wrist) takes cold full poses in closed form, the solution nearest the seed of its eight.
+
+    Collisions (fabrik_ros.ik.collisions): collision_margin, metres, is how far apart every
+    checked pair must be in a reached answer: the links against each other
+    (self_collision, the chain's collision model: chain.collision; default None: on where
+    the URDF gives the links <collision> geometry, else off) and against the obstacles
+    of set_obstacles. An answer that clear is returned exactly as found; a
+    closer one starts a search for a clear pose (constrained closing steps, then solves
+    from other seeds), and a target reachable only in collision ends at the best clear
+    compromise, not reached. result.clearance and result.closest_pair report the answer's
+    smallest distance and its pair. With nothing to check (self_collision=False and no
+    obstacles, or a model without checked pairs) solves are exactly those without it.
     """
 
     def __init__(self, chain: Chain, tolerance: float = 1e-4, max_iterations: int = 100,
@@ -132,7 +144,8 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace):
                  effector_weights: Mapping[str, float] | None = None,
                  orientation_tolerance: float = 1e-3,
                  orientation_mode: str | Mapping[str, str] = 'full',
-                 tool_axis: object = (0.0, 0.0, 1.0)) -> None:
+                 tool_axis: object = (0.0, 0.0, 1.0), collision_margin: float = 0.01,
+                 self_collision: bool | None = None) -> None:
         _checked_settings(tolerance, max_iterations, root, fit, fabrik_gain, max_restarts,
                           orientation_tolerance)
         self._unreachable_auto = unreachable_after == 'auto'
@@ -195,6 +208,7 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace):
         self._workspace_map: tuple[list[list[float]], np.ndarray, np.ndarray] | None = None
         self._split = _Split.of(self, max_restarts, self._sub_solver) \
             if self._trackable and self.orientation_modes != ('position',) else None
+        self._collisions = Collisions(chain, collision_margin, self_collision)
 
     # ------------------------------------------------------------------ solve
 
@@ -202,7 +216,7 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace):
         """Return a solver of a part of the chain with this one's settings (see _Split)."""
         return IkSolver(chain, self.tolerance, self.max_iterations, fit=self.fit,
                         fabrik_gain=self.fabrik_gain, max_restarts=max_restarts,
-                        clock=self.clock)
+                        clock=self.clock, self_collision=False)
 
     def solve(self, target: object, seed: object = None, trace: bool = False,
               timeout: float | None = None, *, orientation: object = None) -> IkResult:
@@ -224,12 +238,26 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace):
         What it fixes follows orientation_mode; None (default): position only, exactly the
         solve without orientations. An unreachable pose ends at the best compromise of
         both errors (see orientation_scale), both reported.
+
+        Obstacles and self-collision: see the class docstring; result.clearance is the
+        answer's clearance (inf with nothing to check).
         """
         targets = self._targets(target)
         rotations = self._orientations(orientation, targets) if orientation is not None \
             else None
         budget = self.timeout if timeout is None else _checked_timeout(timeout)
         deadline = self.clock() + budget if budget is not None else math.inf
+        answer = self._answer(targets, rotations, seed, deadline, trace)
+        if not self._collisions.active:
+            return answer
+        start = self.chain.neutral() if seed is None else self.chain.clip(seed)
+        return self._collisions.checked(self, answer, Problem(targets, rotations, start,
+                                                              deadline))
+
+    def _answer(self, targets: list[tuple[float, float, float] | None],
+                rotations: list | None, seed: object, deadline: float,
+                trace: bool = False) -> IkResult:
+        """Return the answer of a solve's parsed inputs, collisions aside (see solve)."""
         orientations = None
         tree, tree_fits, all_groups = self._tree, self._fits, self._groups
         unreachable_after = self.unreachable_after

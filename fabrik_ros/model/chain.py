@@ -32,7 +32,6 @@ library only.
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -84,6 +83,7 @@ class Chain:
         self.moves_effector = moves.T.copy()
         self.moves_effector.setflags(write=False)
         self.collision_source = CollisionSource()
+        self._collision: list[CollisionModel] = []    # built on first use, shared by copies
 
     @classmethod
     def from_urdf(cls, urdf_xml: str, base_link: str, tip_link: str | Sequence[str], *,
@@ -207,16 +207,19 @@ class Chain:
 
     # ---------------------------------------------------------------- collision
 
-    @cached_property
+    @property
     def collision(self) -> CollisionModel:
         """
         Return the collision model (link capsules and checked pairs), built on first use.
 
         From the URDF's <collision> elements for a chain read from one, else capsules along
         the links (fabrik_ros.collision.build). Raises ChainError naming a link whose
-        geometry cannot be read.
+        geometry cannot be read. Copies with narrower limits (with_limits) share it: its
+        pairs, sorted over the wider limits, are a superset of the needed ones.
         """
-        return collision_model(self, self.collision_source)
+        if not self._collision:
+            self._collision.append(collision_model(self, self.collision_source))
+        return self._collision[0]
 
     def closest_pair(self, q: object, obstacles: Scene | Sequence[Obstacle] = ()
                      ) -> Clearance:
@@ -264,6 +267,8 @@ class Chain:
             joints[index] = replace(joints[index], lower=lo, upper=hi, max_velocity=vel)
         chain = Chain(self.base_link, joints, self.effectors)
         chain.collision_source = self.collision_source
+        if np.all(chain.lower >= self.lower) and np.all(chain.upper <= self.upper):
+            chain._collision = self._collision      # narrower: the same model (collision)
         return chain
 
 

@@ -1,0 +1,561 @@
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Collision-aware answers: every answer's clearance, and the search for a clear one.
+
+The solver checks each answer (fabrik_ros.collision: the links' capsules against each other
+and against the obstacles) when there is a pair to check. An answer at least
+collision_margin clear is returned exactly as found. Otherwise the search runs
+constrained closing steps: damped least squares on the target's error, with the distance
+of every pair near the margin kept above it as a linearised inequality (its gradient from
+the pair's closest points), a step accepted only if the new pose is clearer (while in
+collision) or clear and closer (once clear). They start from the answer and the seed,
+then from the answers of solves from the restart seeds (other branches). The clear pose
+with the smallest error wins and is reached only if within the tolerances; a target
+reachable only in collision ends at that compromise, not reached. With no clear pose
+found the clearest is returned, not reached.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator, NamedTuple, Sequence, TYPE_CHECKING
+
+from fabrik_ros.chain import ChainError
+from fabrik_ros.collision import CollisionModel, Obstacle, Scene
+import numpy as np
+
+from .result import IkResult
+from .rotations import _rotation_error
+from .tuning import HELD_WEIGHT
+
+if TYPE_CHECKING:   # the solver imports this module
+    from .solver import IkSolver
+
+INFLUENCE = 0.05        # m: pairs closer than margin + this constrain a closing step
+BUFFER = 0.002          # m: a step aims this far beyond the margin
+CLOSING_STEPS = 40      # constrained closing steps from one start
+RESTART_CLOSING_STEPS = 12
+COLLISION_RESTARTS = 16     # solves from clear seeds looking for a clear branch
+CLOSED_CANDIDATES = 1       # of their answers, the closest gets closing steps too
+SEEDS = 64                  # random configurations the clear seeds are drawn from
+SEED_RANDOM = 2026
+MAX_STEP = 0.25         # rad or m: the largest joint motion of one step
+DAMPING = 1e-3          # the damping's start (Jacobian entries are metres per radian)
+DAMPING_MAX = 1e3
+
+
+class Problem(NamedTuple):
+    """One solve's parsed inputs, as the search re-solves them."""
+
+    targets: list           # per effector (3,) metres or None
+    rotations: list | None  # per effector 9-tuple or None; None: position only
+    seed: np.ndarray        # (n,) within the limits
+    deadline: float         # the solver's clock
+
+
+def checked_margin(margin: object) -> float:
+    """Return collision_margin as a float, or raise ValueError (one line)."""
+    try:
+        value = float(margin)
+    except (TypeError, ValueError):
+        raise ValueError(f'collision_margin must be a number of metres, got {margin!r}'
+                         ) from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f'collision_margin must be a finite distance >= 0 metres, got '
+                         f'{margin!r}')
+    return value
+
+
+class Collisions:
+    """A solver's collision settings, obstacles and the check of its answers."""
+
+    def __init__(self, chain: object, margin: object, self_collision: object) -> None:
+        """
+        Validate the settings; build the chain's collision model if self pairs count.
+
+        self_collision None (auto): on where the chain's URDF gives its links <collision>
+        geometry, off otherwise (capsules along the links are guesses; obstacles are
+        still checked against them); a URDF whose geometry cannot be read turns it off,
+        the reason in `status`. True with unreadable geometry raises ChainError.
+        """
+        if self_collision is not None and not isinstance(self_collision, (bool, np.bool_)):
+            raise ValueError(f'self_collision must be True, False or None (auto), got '
+                             f'{self_collision!r}')
+        self.chain = chain
+        self.margin = checked_margin(margin)
+        self.status = ''
+        self._model: CollisionModel | None = None
+        self._geometry: _Geometry | None = None
+        self._seeds: np.ndarray | None = None
+        self._clear_seeds: tuple[Scene | None, dict[int, bool]] = (None, {})
+        if self_collision is None:
+            self_collision = self._described(chain)
+        self.self_collision = bool(self_collision)
+        if self.self_collision:
+            self._model = chain.collision
+        self.active = self._model is not None and len(self._model.pairs) > 0
+
+    def _described(self, chain: object) -> bool:
+        """Return whether the chain's URDF gives its links <collision> geometry (auto)."""
+        urdf = chain.collision_source.urdf_xml
+        if urdf is None or '<collision' not in urdf:    # no model built for nothing
+            return False
+        try:
+            return chain.collision.described
+        except ChainError as error:
+            self.status = f'self-collision off: {error}'
+            return False
+
+    @property
+    def model(self) -> CollisionModel:
+        """Return the checked model: the chain's, without its self pairs if those are off."""
+        if self._model is None:
+            bodies = self.chain.collision.bodies
+            self._model = CollisionModel(bodies, ())
+        return self._model
+
+    def set_obstacles(self, obstacles: Scene | Sequence[Obstacle]) -> None:
+        """Replace the obstacles (base frame); TypeError naming one that is no primitive."""
+        if isinstance(obstacles, Scene):
+            scene = obstacles
+        else:
+            try:
+                items = list(obstacles)
+            except TypeError:
+                raise TypeError('obstacles must be a list of Box, Sphere and Cylinder, got '
+                                f'{type(obstacles).__name__}') from None
+            scene = Scene(items)
+        model = self.model if len(scene) else self._model
+        self.scene = scene
+        self.active = model is not None and (len(model.pairs) > 0 or
+                                             (len(scene) > 0 and len(model.bodies) > 0))
+
+    @property
+    def obstacles(self) -> tuple:
+        """Return the obstacles the answers keep clear of."""
+        return self.scene.obstacles
+
+    def clear_seeds(self) -> Iterator[np.ndarray]:
+        """
+        Yield the search's seeds clear of the obstacles and of themselves, in a fixed order.
+
+        Each seed is checked once per scene, when first needed.
+        """
+        if self._clear_seeds[0] is not self.scene:
+            self._clear_seeds = (self.scene, {})
+        known = self._clear_seeds[1]
+        for index, seed in enumerate(self.seeds()):
+            if index not in known:
+                known[index] = self.model.min_distance(self.chain.world_frames(seed),
+                                                       self.scene) >= self.margin
+            if known[index]:
+                yield seed
+
+    def seeds(self) -> np.ndarray:
+        """Return the search's seeds: random configurations (the same for a chain)."""
+        if self._seeds is None:
+            chain = self.chain
+            low = np.where(np.isfinite(chain.lower), chain.lower, -np.pi)
+            high = np.where(np.isfinite(chain.upper), chain.upper, np.pi)
+            low, high = np.maximum(low, -np.pi), np.minimum(high, np.pi)
+            high = np.maximum(high, low)
+            self._seeds = np.random.default_rng(SEED_RANDOM).uniform(low, high,
+                                                                     (SEEDS, chain.dof))
+        return self._seeds
+
+    def clearance(self, q: np.ndarray, base: np.ndarray) -> tuple[float, tuple[str, str]]:
+        """Return the clearance at q (a free root's base at `base`) and its pair's names."""
+        return self.model.nearest_names(self._world(q, base), self.scene)
+
+    def _world(self, q: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """Return the FK frames of q, moved by a free root's base."""
+        world = self.chain.world_frames(q)
+        if np.any(base):
+            world[:, :3, 3] += base
+        return world
+
+    def checked(self, solver: IkSolver, answer: IkResult, problem: Problem) -> IkResult:
+        """Return answer with its clearance if clear, else the search's answer (see module)."""
+        answer.clearance, answer.closest_pair = self.clearance(answer.q,
+                                                               answer.base_position)
+        if answer.clearance >= self.margin:
+            return answer
+        answer.reached = False
+        if solver.root == 'free':   # the base moves too: the answer is reported as it is
+            return answer
+        if self._geometry is None:
+            self._geometry = _Geometry(self.chain, self.model)
+        return _Search(self, solver, problem, answer).run()
+
+
+class CollisionSettings:
+    """IkSolver's collision settings and obstacles (kept in its Collisions)."""
+
+    _collisions: Collisions
+
+    @property
+    def collision_margin(self) -> float:
+        """Return how far apart (metres) every checked pair stays in a reached answer."""
+        return self._collisions.margin
+
+    @property
+    def self_collision(self) -> bool:
+        """Return whether the links are checked against each other."""
+        return self._collisions.self_collision
+
+    @property
+    def collision_status(self) -> str:
+        """Return why self-collision checking is off though asked for ('' if it is not)."""
+        return self._collisions.status
+
+    @property
+    def obstacles(self) -> tuple:
+        """Return the obstacles answers keep clear of (base frame)."""
+        return self._collisions.obstacles
+
+    def set_obstacles(self, obstacles: object) -> None:
+        """
+        Replace the obstacles: a list of Box, Sphere and Cylinder (fabrik_ros.collision).
+
+        Poses in the base frame; [] removes them. Raises TypeError naming an item that is
+        not one of them.
+        """
+        self._collisions.set_obstacles(obstacles)
+
+
+class _Geometry:
+    """A chain's joint frames, point Jacobians and tool frames from its FK frames."""
+
+    def __init__(self, chain: object, model: CollisionModel) -> None:
+        """Stack the joints' axes, which joints move each frame, and the coupling."""
+        joints = chain.joints
+        count = len(joints)
+        self.axes_local = np.array([joint.axis for joint in joints], dtype=float)
+        self.prismatic = np.array([joint.prismatic for joint in joints], dtype=bool)
+        moves = np.zeros((count + 1, count), dtype=bool)     # frame row -> its joints
+        for index, joint in enumerate(joints):
+            moves[index + 1] = moves[joint.parent + 1]
+            moves[index + 1, index] = True
+        self.moves = moves
+        coupling = np.zeros((count, chain.dof))
+        coupling[np.arange(count), chain.coordinate_of_joint] = (
+            chain.multipliers if chain.coupled else 1.0)
+        self.coupling = coupling
+        self.body_frames = np.array([body.frame for body in model.bodies], dtype=int)
+        self.tool_rows = np.array([effector.parent + 1 for effector in chain.effectors],
+                                  dtype=int)
+        tools = np.tile(np.eye(4), (len(chain.effectors), 1, 1))
+        for row, effector in enumerate(chain.effectors):
+            tools[row, :3, :3] = effector.rotation
+            tools[row, :3, 3] = effector.offset
+        self.tools = tools
+
+    def axes(self, world: np.ndarray) -> np.ndarray:
+        """Return the (n, 3) joint axes in the base frame."""
+        return np.einsum('nij,nj->ni', world[1:, :3, :3], self.axes_local)
+
+    def point_jacobians(self, world: np.ndarray, axes: np.ndarray, points: np.ndarray,
+                        frames: np.ndarray) -> np.ndarray:
+        """Return (k, 3, dof): how points (k, 3) fixed in frames (k,) move per coordinate."""
+        lever = points[:, None, :] - world[None, 1:, :3, 3]             # (k, n, 3)
+        jacobian = np.cross(np.broadcast_to(axes, lever.shape), lever)
+        if np.any(self.prismatic):
+            jacobian[:, self.prismatic] = axes[self.prismatic]
+        jacobian *= self.moves[frames][:, :, None]
+        return np.einsum('knc,nd->kcd', jacobian, self.coupling)
+
+    def turn_jacobians(self, axes: np.ndarray, frames: np.ndarray) -> np.ndarray:
+        """Return (k, 3, dof): the angular velocity of frames (k,) per coordinate."""
+        turn = np.where(self.prismatic[:, None], 0.0, axes)[None] * self.moves[frames][..., None]
+        return np.einsum('knc,nd->kcd', turn, self.coupling)
+
+    def tool_frames(self, world: np.ndarray) -> np.ndarray:
+        """Return the (m, 4, 4) tool frames."""
+        return world[self.tool_rows] @ self.tools
+
+
+class _Task:
+    """The target's weighted residual and its Jacobian, as the solver weighs them."""
+
+    def __init__(self, solver: IkSolver, geometry: _Geometry, problem: Problem) -> None:
+        """Gather the goals: targets, held effectors at the seed, orientations by mode."""
+        self.geometry = geometry
+        self.tolerance = solver.tolerance
+        self.orientation_tolerance = solver.orientation_tolerance
+        self.scale = solver.orientation_scale
+        held = geometry.tool_frames(solver.chain.world_frames(problem.seed))[:, :3, 3]
+        self.goals = [np.asarray(goal, dtype=float) if goal is not None else held[row]
+                      for row, goal in enumerate(problem.targets)]
+        self.targeted = [goal is not None for goal in problem.targets]
+        self.weights = np.sqrt([
+            solver.effector_weights.get(name, 1.0 if goal is not None else HELD_WEIGHT)
+            for name, goal in zip(solver.chain.effector_names, problem.targets)])
+        rotations = problem.rotations or [None] * len(problem.targets)
+        rows = 3 * len(self.goals) + sum(
+            {'full': 3, 'axis': 2}.get(mode, 0) for rotation, mode in zip(
+                problem.rotations or [], solver.orientation_modes) if rotation is not None)
+        self.redundant = solver.chain.dof > rows
+        self.turns = [(row, mode, np.array(rotation).reshape(3, 3),
+                       np.asarray(axis, dtype=float))
+                      for row, (rotation, mode, axis) in enumerate(
+                          zip(rotations, solver.orientation_modes, solver.tool_axes))
+                      if rotation is not None]
+
+    def residual(self, world: np.ndarray, jacobian: bool
+                 ) -> tuple[np.ndarray, np.ndarray | None, bool]:
+        """Return the residual, its Jacobian (if asked) and whether the goals are met."""
+        tools = self.geometry.tool_frames(world)
+        positions = tools[:, :3, 3]
+        parts = [weight * (goal - position)
+                 for goal, position, weight in zip(self.goals, positions, self.weights)]
+        met = all(math.dist(goal, position) <= self.tolerance
+                  for goal, position, targeted in zip(self.goals, positions, self.targeted)
+                  if targeted)
+        rows = []
+        axes = self.geometry.axes(world) if jacobian else None
+        if jacobian:
+            frames = self.geometry.tool_rows
+            rows = list(self.geometry.point_jacobians(world, axes, positions, frames)
+                        * self.weights[:, None, None])
+        for row, mode, rotation, axis in self.turns:
+            reached = tools[row, :3, :3]
+            if mode == 'full':
+                angle, vector = _rotation_error(reached.ravel().tolist(),
+                                                rotation.ravel().tolist())
+                parts.append(self.scale * np.array(vector))
+            else:
+                current, wanted = reached @ axis, rotation @ axis
+                angle = math.acos(max(-1.0, min(1.0, float(current @ wanted))))
+                parts.append(self.scale * (wanted - current) if mode == 'axis'
+                             else np.zeros(3))
+            met = met and (mode == 'position' or angle <= self.orientation_tolerance)
+            if jacobian:
+                turn = self.geometry.turn_jacobians(axes, self.geometry.tool_rows[[row]])[0]
+                rows.append(self.scale * (turn if mode == 'full' else
+                                          np.cross(turn.T, current).T if mode == 'axis'
+                                          else np.zeros_like(turn)))
+        stacked = np.concatenate(rows) if jacobian else None
+        return np.concatenate(parts), stacked, met
+
+
+class _Pose(NamedTuple):
+    """A pose the search found, and what ranks it."""
+
+    q: np.ndarray
+    clearance: float
+    objective: float        # squared weighted residual
+    met: bool               # the goals within their tolerances
+
+
+class _Search:
+    """The search for a clear answer of one solve (see the module docstring)."""
+
+    def __init__(self, collisions: Collisions, solver: IkSolver, problem: Problem,
+                 answer: IkResult) -> None:
+        """Keep the solve's pieces; the answer's counters carry on."""
+        self.collisions = collisions
+        self.solver = solver
+        self.problem = problem
+        self.answer = answer
+        self.geometry = collisions._geometry
+        self.task = _Task(solver, self.geometry, problem)
+        self.margin = collisions.margin
+        self.model = collisions.model
+        self.lower, self.upper = solver.chain.lower, solver.chain.upper
+        self.steps = 0
+        self.restarts = 0
+        self.timed_out = answer.timed_out
+
+    def run(self) -> IkResult:
+        """Return the best pose: a redundant chain's closing, solves from clear seeds, closings."""
+        found = []
+        if self.task.redundant:     # the answer's own branch has room to move clear
+            found.append(self._close(self.answer.q, CLOSING_STEPS))
+        tried = 0
+        for seed in self.collisions.clear_seeds():
+            if self._done(found) or self._late() or tried == COLLISION_RESTARTS:
+                break
+            tried += 1
+            self.restarts += 1
+            free = self.solver._answer(self.problem.targets, self.problem.rotations,
+                                       seed, self.problem.deadline)
+            self.steps += free.iterations
+            found.append(self._evaluate(free.q)[0])
+        if not self._done(found):
+            starts = [self.problem.seed] + [pose.q for pose in sorted(
+                found, key=lambda pose: pose.objective)[:CLOSED_CANDIDATES]]
+            for start in starts:
+                if self._done(found) or self._late():
+                    break
+                found.append(self._close(start, RESTART_CLOSING_STEPS))
+        clear = [pose for pose in found if pose.clearance >= self.margin]
+        best = (min(clear, key=lambda pose: (not pose.met, pose.objective)) if clear
+                else max(found, key=lambda pose: pose.clearance))
+        return self._result(best)
+
+    def _done(self, found: list[_Pose]) -> bool:
+        """Return whether a clear pose meets the goals."""
+        return any(pose.met and pose.clearance >= self.margin for pose in found)
+
+    def _late(self) -> bool:
+        """Return whether the solve's time is up (and note it)."""
+        if self.solver.clock() > self.problem.deadline:
+            self.timed_out = True
+        return self.timed_out
+
+    def _evaluate(self, q: np.ndarray, jacobian: bool = False
+                  ) -> tuple[_Pose, np.ndarray, np.ndarray | None, np.ndarray]:
+        """Return the pose at q, its residual, its Jacobian (if asked) and FK frames."""
+        world = self.solver.chain.world_frames(q)
+        clearance = self.model.min_distance(world, self.collisions.scene)
+        residual, jacobian_rows, met = self.task.residual(world, jacobian)
+        return (_Pose(q, clearance, float(residual @ residual), met), residual,
+                jacobian_rows, world)
+
+    def _close(self, q: np.ndarray, steps: int) -> _Pose:
+        """Return the pose after constrained closing steps from q (see the module)."""
+        q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
+        pose, residual, jacobian, world = self._evaluate(q, True)
+        constraints = self._constraints(world)
+        damping = DAMPING
+        for _ in range(steps):
+            if (pose.met and pose.clearance >= self.margin) or self._late():
+                break
+            step = _constrained_step(jacobian, residual, damping, *constraints,
+                                     self.margin + BUFFER)
+            largest = float(np.max(np.abs(step))) if len(step) else 0.0
+            if largest > MAX_STEP:
+                step *= MAX_STEP / largest
+            trial = np.clip(q + step, self.lower, self.upper)
+            candidate, trial_residual, _, _ = self._evaluate(trial)
+            if _better(candidate, pose, self.margin):
+                self.steps += 1
+                q, pose = trial, candidate
+                pose, residual, jacobian, world = self._evaluate(q, True)
+                constraints = self._constraints(world)
+                damping = max(damping / 3.0, 1e-9)
+            else:
+                damping *= 4.0
+                if damping > DAMPING_MAX:
+                    break
+        return pose
+
+    def _constraints(self, world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return the distances (k,) of the pairs near the margin and their gradients (k, n)."""
+        pairs = self.model.pair_distances(world, self.collisions.scene)
+        near = np.flatnonzero(pairs.distances < self.margin + INFLUENCE)
+        if not len(near):
+            return np.empty(0), np.empty((0, self.solver.chain.dof))
+        first_points, second_points = pairs.points_first[near], pairs.points_second[near]
+        gap = first_points - second_points
+        length = np.linalg.norm(gap, axis=1)
+        keep = length > 1e-12
+        near, gap, length = near[keep], gap[keep], length[keep]
+        first_points, second_points = first_points[keep], second_points[keep]
+        distances = pairs.distances[near]
+        normal = np.sign(distances)[:, None] * gap / length[:, None]
+        axes = self.geometry.axes(world)
+        frames = self.geometry.body_frames
+        moving = self.geometry.point_jacobians(world, axes, first_points,
+                                               frames[pairs.first[near]])
+        gradient = np.einsum('kc,kcd->kd', normal, moving)
+        own = near < pairs.self_pairs
+        if np.any(own):
+            other = self.geometry.point_jacobians(world, axes, second_points[own],
+                                                  frames[pairs.second[near[own]]])
+            gradient[own] -= np.einsum('kc,kcd->kd', normal[own], other)
+        return distances, gradient
+
+    def _result(self, pose: _Pose) -> IkResult:
+        """Return pose as the solve's IkResult, errors measured from its FK."""
+        solver, answer = self.solver, self.answer
+        world = solver.chain.world_frames(pose.q)
+        tools = self.geometry.tool_frames(world)
+        positions = tools[:, :3, 3]
+        errors = np.array([math.dist(goal, position) if goal is not None else math.nan
+                           for goal, position in zip(self.problem.targets, positions)])
+        angles = np.full(len(positions), math.nan)
+        for row, mode, rotation, axis in self.task.turns:
+            reached = tools[row, :3, :3]
+            if mode == 'axis':
+                cosine = float((reached @ axis) @ (rotation @ axis))
+                angles[row] = math.acos(max(-1.0, min(1.0, cosine)))
+            else:
+                angles[row] = _rotation_error(reached.ravel().tolist(),
+                                              rotation.ravel().tolist())[0]
+        clearance, names = self.model.nearest_names(world, self.collisions.scene)
+        error = float(np.nanmax(errors))
+        reached = pose.met and clearance >= self.margin
+        return IkResult(
+            q=pose.q.copy(), error=error, errors=errors,
+            iterations=answer.iterations + self.steps, reached=reached,
+            base_position=answer.base_position, effector_positions=positions,
+            fabrik_iterations=answer.fabrik_iterations,
+            closing_steps=answer.closing_steps + self.steps,
+            restarts=answer.restarts + self.restarts, initial_error=answer.initial_error,
+            fabrik_error=answer.fabrik_error, history=answer.history, trace=answer.trace,
+            timed_out=self.timed_out,
+            orientation_error=(float(np.nanmax(angles)) if self.task.turns else math.nan),
+            orientation_errors=angles, clearance=clearance, closest_pair=names)
+
+
+def _better(candidate: _Pose, pose: _Pose, margin: float) -> bool:
+    """Return whether a step to candidate is taken: clearer in collision, closer when clear."""
+    if pose.clearance < margin:
+        return candidate.clearance > pose.clearance or (
+            candidate.clearance >= margin)
+    return candidate.clearance >= margin and candidate.objective < pose.objective
+
+
+def _constrained_step(jacobian: np.ndarray, residual: np.ndarray, damping: float,
+                      distances: np.ndarray, gradients: np.ndarray, goal: float
+                      ) -> np.ndarray:
+    """
+    Return the damped least-squares step with every pair's linearised distance >= goal.
+
+    Minimises |J dq - r|^2 + damping |dq|^2 subject to d + G dq >= goal, by active sets
+    on the dual (a handful of rows: each pass solves the active rows' small system).
+    """
+    hessian = jacobian.T @ jacobian + damping * np.eye(jacobian.shape[1])
+    free = np.linalg.solve(hessian, jacobian.T @ residual)
+    if not len(distances):
+        return free
+    spread = np.linalg.solve(hessian, gradients.T)                  # (n, k)
+    coupling = gradients @ spread                                   # (k, k)
+    needed = goal - distances - gradients @ free                    # > 0: violated
+    active = needed > 0.0
+    multipliers = np.zeros(len(distances))
+    for _ in range(2 * len(distances) + 1):
+        if not np.any(active):
+            break
+        rows = np.flatnonzero(active)
+        block = coupling[np.ix_(rows, rows)] + 1e-9 * np.eye(len(rows))
+        try:
+            values = np.linalg.solve(block, needed[rows])
+        except np.linalg.LinAlgError:
+            values = np.linalg.lstsq(block, needed[rows], rcond=None)[0]
+        if np.any(values < 0.0):
+            active[rows[int(np.argmin(values))]] = False
+            continue
+        multipliers[:] = 0.0
+        multipliers[rows] = values
+        slack = coupling @ multipliers - needed
+        slack[active] = np.inf
+        worst = int(np.argmin(slack))
+        if slack[worst] >= -1e-12:
+            break
+        active[worst] = True
+    return free + spread @ multipliers

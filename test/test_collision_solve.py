@@ -1,0 +1,192 @@
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Collision-aware solves: a reached answer is clear, its clearance never above the truth.
+
+Random plain chains among random obstacles, measured independently by coal (capsules and
+primitives), and the real descriptions (the UR5e with its gripper, the Panda with its
+hand) beside a table and a pillar, measured by coal on their own meshes. A target only
+reachable in collision ends clear and not reached; another branch is found where the
+first answer collides; with nothing to check the answers are those of today.
+"""
+
+from collections import defaultdict
+
+from fabrik_ros.chain import Chain
+from fabrik_ros.collision import Box, Cylinder, Scene, Sphere
+from fabrik_ros.ik import IkSolver
+from fabrik_ros.model.rotations import quaternion_from_rotation
+from hypothesis import given, settings, strategies as st
+import numpy as np
+import pytest
+from test_collision import _reference_rows, COAL_TOLERANCE, obstacles, robots
+
+pytest.importorskip('coal', reason='coal is not installed (pip install -r requirements.txt)')
+
+MARGIN = 0.01   # m, the default collision_margin
+TABLE = Box((1.6, 1.6, 0.04), np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, -0.03],
+                                        [0, 0, 0, 1.0]]))
+PILLAR = Cylinder(0.07, 1.4, np.array([[1, 0, 0, 0.45], [0, 1, 0, 0.3], [0, 0, 1, 0.7],
+                                       [0, 0, 0, 1.0]]))
+
+
+def _truth(chain: Chain, q: np.ndarray, scene: Scene) -> float:
+    """Return coal's smallest distance over the checked pairs at q (capsules, primitives)."""
+    _, reference, _ = _reference_rows(chain, q, scene)
+    return float(reference.min()) if len(reference) else float('inf')
+
+
+@settings(max_examples=40, deadline=None)
+@given(robots(), st.lists(st.floats(0.0, 1.0), min_size=12, max_size=12),
+       st.lists(obstacles, max_size=4))
+def test_a_reached_answer_is_clear_and_its_clearance_is_never_above_the_truth(
+        robot, fractions, obstacle_list):
+    chain, seed = robot
+    q = chain.lower + np.array(fractions[:chain.dof]) * (chain.upper - chain.lower)
+    solver = IkSolver(chain, self_collision=True, max_restarts=4)
+    solver.set_obstacles(obstacle_list)
+    result = solver.solve(chain.tip_position(q), seed=seed)
+    truth = _truth(chain, result.q, Scene(obstacle_list))
+    assert result.clearance <= max(truth, 0.0) + COAL_TOLERANCE    # depths are bounds
+    assert result.clearance == pytest.approx(chain.clearance(result.q, obstacle_list),
+                                             abs=1e-12)
+    if result.reached:
+        assert truth >= MARGIN - COAL_TOLERANCE
+        assert result.error <= solver.tolerance
+    assert np.all(result.q >= chain.lower) and np.all(result.q <= chain.upper)
+    np.testing.assert_allclose(result.effector_positions, chain.effector_positions(result.q),
+                               atol=1e-12)
+
+
+def test_a_target_inside_an_obstacle_ends_clear_and_not_reached():
+    chain = Chain.from_parameters(4, 0.25, joint_type='two_axis', joint_limit=2.5)
+    target = chain.tip_position(np.full(chain.dof, 0.4))
+    solver = IkSolver(chain, self_collision=True)
+    solver.set_obstacles([Sphere(0.06, center=tuple(target))])
+    result = solver.solve(target)
+    assert not result.reached
+    assert result.clearance >= MARGIN
+    assert result.closest_pair[1] == 'obstacle 0 (sphere)'
+    assert result.error >= 0.06
+    assert result.clearance == pytest.approx(chain.clearance(result.q, solver.obstacles))
+
+
+def test_without_anything_to_check_the_answers_are_todays():
+    chain = Chain.from_parameters(5, 0.2, joint_type='two_axis', joint_limit=2.5)
+    rng = np.random.default_rng(4)
+    plain, checked_off = IkSolver(chain), IkSolver(chain, self_collision=False)
+    assert not plain.self_collision     # a chain from parameters: its capsules are guesses
+    for _ in range(10):
+        target = chain.tip_position(rng.uniform(chain.lower, chain.upper))
+        first, second = plain.solve(target), checked_off.solve(target)
+        assert first.q.tobytes() == second.q.tobytes()
+        assert first.clearance == second.clearance == float('inf')
+
+
+def test_bad_settings_and_obstacles_are_refused_in_one_line():
+    chain = Chain.from_parameters(3, 0.3)
+    for margin in (-0.01, float('nan'), 'wide'):
+        with pytest.raises(ValueError, match='collision_margin') as error:
+            IkSolver(chain, collision_margin=margin)
+        assert '\n' not in str(error.value)
+    with pytest.raises(ValueError, match='self_collision'):
+        IkSolver(chain, self_collision='yes')
+    with pytest.raises(TypeError, match='obstacle 1 is a str'):
+        IkSolver(chain).set_obstacles([Sphere(0.1), 'table'])
+    with pytest.raises(TypeError, match='obstacles must be a list'):
+        IkSolver(chain).set_obstacles(3)
+
+
+# ---------------------------------------------------------------- real descriptions
+
+coal = pytest.importorskip('coal')
+
+
+@pytest.fixture(params=['ur5e with gripper', 'panda with hand'], scope='module')
+def described(request):
+    """Return a real description, its coal meshes, and clear full-pose targets."""
+    from test_collision_descriptions import _coal_links, ROBOTS
+    chain = ROBOTS[request.param]()
+    rng = np.random.default_rng(11)
+    poses = []
+    for _ in range(2000):
+        if len(poses) == 8:
+            break
+        q = rng.uniform(np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi))
+        if chain.clearance(q, [TABLE, PILLAR]) >= 0.03:
+            poses.append(chain.tip_pose(q))
+    return chain, _coal_links(chain), poses
+
+
+def _mesh_clearance(chain: Chain, meshes: dict, q: np.ndarray, scene: Scene) -> float:
+    """Return coal's smallest distance between the real meshes over the checked pairs."""
+    from test_collision_descriptions import _distance
+    from test_descriptions import reference_tip_transform
+    model = chain.collision
+    urdf = chain.collision_source.urdf_xml
+    positions = defaultdict(float, zip(chain.all_joint_names, chain.expand(q)))
+    placed = {name: [(shape, (reference_tip_transform(urdf, chain.base_link, name, positions)
+                              if name != chain.base_link else np.eye(4)) @ origin)
+                     for shape, origin in meshes[name]] for name in model.names}
+    rows = model.pair_distances(chain.world_frames(q), scene)
+    distances = []
+    for row, (first, second) in enumerate(zip(rows.first, rows.second)):
+        if row < rows.self_pairs:
+            other = placed[model.names[second]]
+        else:
+            obstacle = scene.obstacles[second]
+            other = [(coal.Box(*obstacle.size_xyz) if isinstance(obstacle, Box)
+                      else coal.Cylinder(obstacle.radius, obstacle.length), obstacle.pose)]
+        distances.append(_distance(placed[model.names[first]], other))
+    return min(distances)
+
+
+def test_real_arms_never_reach_in_collision_and_never_overstate_clearance(described):
+    chain, meshes, poses = described
+    solver = IkSolver(chain)
+    assert solver.self_collision        # read from a URDF: its own collision geometry
+    solver.set_obstacles([TABLE, PILLAR])
+    scene = Scene([TABLE, PILLAR])
+    for pose in poses:
+        result = solver.solve(pose[:3, 3], orientation=quaternion_from_rotation(pose[:3, :3]))
+        truth = _mesh_clearance(chain, meshes, result.q, scene)
+        assert result.clearance <= max(truth, 0.0) + COAL_TOLERANCE
+        if result.reached:
+            assert truth >= MARGIN - COAL_TOLERANCE
+
+
+def test_where_the_first_answer_collides_another_branch_is_found_clear():
+    from test_collision_descriptions import ur5e_with_gripper
+    chain = ur5e_with_gripper()
+    scene = [TABLE, PILLAR]
+    free = IkSolver(chain, self_collision=False)
+    aware = IkSolver(chain)
+    aware.set_obstacles(scene)
+    rng = np.random.default_rng(5)
+    found = 0
+    while found < 3:
+        q = rng.uniform(-np.pi, np.pi, chain.dof)
+        if chain.clearance(q, scene) < 0.03:
+            continue
+        pose = chain.tip_pose(q)
+        orientation = quaternion_from_rotation(pose[:3, :3])
+        first = free.solve(pose[:3, 3], orientation=orientation)
+        if not first.reached or chain.clearance(first.q, scene) >= MARGIN:
+            continue
+        found += 1
+        result = aware.solve(pose[:3, 3], orientation=orientation)
+        assert result.reached
+        assert result.clearance >= MARGIN
+        assert chain.clearance(result.q, scene) == pytest.approx(result.clearance)
