@@ -168,10 +168,11 @@ class JogInput:
     def _begin(self, jogger: Jogger, source: str) -> None:
         """Jog with `jogger` (a command was taken): pose targets lose, none is solved again."""
         self.source = source
-        if jogger is self.jogger:
-            return
         controller = self._controller
-        controller._forget()
+        if jogger is self.jogger and controller.solve_due is None:
+            return
+        self.jogger = None  # taken over below, not ended: _forget must not brake it
+        controller._forget()  # targets of a window that came while jogging lose too
         controller.stream.goal, controller.stream.hold_reason = None, ''
         self.jogger = jogger
 
