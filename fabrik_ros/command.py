@@ -119,6 +119,8 @@ class CommandStream:
         self._stop: np.ndarray | None = None  # where it holds
         # Acceleration in force while new limits take over (None: the limits are in force).
         self._acceleration: np.ndarray | None = None
+        # The widest of the old and new position ranges while new limits take over.
+        self._outer = (limits.lower, limits.upper)
         self.limits = limits
         self.set_limits(limits)
 
@@ -126,6 +128,9 @@ class CommandStream:
         """Head into new limits from the next step on (see the class docstring)."""
         in_force = self.limits.max_acceleration if self._acceleration is None \
             else self._acceleration
+        lower, upper = (self.limits.lower, self.limits.upper) if self._acceleration is None \
+            else self._outer
+        self._outer = (np.minimum(lower, limits.lower), np.maximum(upper, limits.upper))
         self.limits = limits
         # Without a command rate, velocity and acceleration are the controller's business.
         self._jump_limits = MotionLimits.create(limits.lower, limits.upper,
@@ -232,7 +237,8 @@ class CommandStream:
             braking = np.where(np.isinf(acceleration), 0.0,
                                velocity * np.abs(velocity) / (2.0 * acceleration)
                                + velocity * dt / 2.0)
-        stop = position + braking
+        # Braked otherwise (a jog's own braking) a stop may round past the widest range.
+        stop = np.clip(position + braking, *self._outer)
         lower = np.minimum(limits.lower, np.minimum(position, stop))
         upper = np.maximum(limits.upper, np.maximum(position, stop))
         self._acceleration = acceleration
