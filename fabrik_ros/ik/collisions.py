@@ -193,12 +193,12 @@ class Collisions:
                                                                answer.base_position)
         if answer.clearance >= self.margin:
             return answer
-        answer.reached = False
+        reached, answer.reached = answer.reached, False
         if solver.root == 'free':   # the base moves too: the answer is reported as it is
             return answer
         if self._geometry is None:
             self._geometry = _Geometry(self.chain, self.model)
-        return _Search(self, solver, problem, answer).run()
+        return _Search(self, solver, problem, answer).run(other_branches=reached)
 
 
 class CollisionSettings:
@@ -379,11 +379,33 @@ class _Search:
         self.restarts = 0
         self.timed_out = answer.timed_out
 
-    def run(self) -> IkResult:
-        """Return the best pose: a redundant chain's closing, solves from clear seeds, closings."""
+    def run(self, other_branches: bool) -> IkResult:
+        """
+        Return the best pose: a redundant chain's closing, solves from clear seeds, closings.
+
+        other_branches: solve from the clear seeds (the answer reached its target, so other
+        branches may reach it too; an unreachable target only gets the closings).
+        """
         found = []
         if self.task.redundant:     # the answer's own branch has room to move clear
             found.append(self._close(self.answer.q, CLOSING_STEPS))
+        if other_branches:
+            self._other_branches(found)
+        if not self._done(found):
+            starts = [self.problem.seed] + ([] if self.task.redundant else [self.answer.q])
+            starts += [pose.q for pose in sorted(found, key=lambda pose: pose.objective)
+                       [:CLOSED_CANDIDATES]]
+            for start in starts:
+                if self._done(found) or self._late():
+                    break
+                found.append(self._close(start, RESTART_CLOSING_STEPS))
+        clear = [pose for pose in found if pose.clearance >= self.margin]
+        best = (min(clear, key=lambda pose: (not pose.met, pose.objective)) if clear
+                else max(found, key=lambda pose: pose.clearance))
+        return self._result(best)
+
+    def _other_branches(self, found: list[_Pose]) -> None:
+        """Add the answers of solves from clear seeds until one is clear and reached."""
         tried = 0
         for seed in self.collisions.clear_seeds():
             if self._done(found) or self._late() or tried == COLLISION_RESTARTS:
@@ -394,17 +416,6 @@ class _Search:
                                        seed, self.problem.deadline)
             self.steps += free.iterations
             found.append(self._evaluate(free.q)[0])
-        if not self._done(found):
-            starts = [self.problem.seed] + [pose.q for pose in sorted(
-                found, key=lambda pose: pose.objective)[:CLOSED_CANDIDATES]]
-            for start in starts:
-                if self._done(found) or self._late():
-                    break
-                found.append(self._close(start, RESTART_CLOSING_STEPS))
-        clear = [pose for pose in found if pose.clearance >= self.margin]
-        best = (min(clear, key=lambda pose: (not pose.met, pose.objective)) if clear
-                else max(found, key=lambda pose: pose.clearance))
-        return self._result(best)
 
     def _done(self, found: list[_Pose]) -> bool:
         """Return whether a clear pose meets the goals."""
