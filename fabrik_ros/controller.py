@@ -275,11 +275,6 @@ class IkController:
         """Tell whether the root is free: targets and the body are in the odometry frame."""
         return self.settings.root == 'free'
 
-    def target_positions(self) -> np.ndarray:
-        """Return the (m, 3) targets (base or odometry frame), NaN rows for none."""
-        return np.array([target.position if target is not None else [np.nan] * 3
-                         for target in self.targets], dtype=float)
-
     def tool_frames(self) -> np.ndarray:
         """Return the (m, 4, 4) commanded tool frames (neutral before any command)."""
         chain, q = self.settings.chain, self.stream.position
@@ -300,12 +295,6 @@ class IkController:
         """Return the effector holding this very target (by identity), None if none."""
         return next((index for index, taken in enumerate(self.targets) if taken is target),
                     None)
-
-    def target_orientations(self) -> np.ndarray:
-        """Return the (m, 4) target quaternions, NaN rows for effectors without one."""
-        return np.array([target.orientation if target is not None
-                         and target.orientation is not None else [np.nan] * 4
-                         for target in self.targets], dtype=float)
 
     def status(self, now: float, period: float) -> Status:
         """Return the diagnostics of the last `period` seconds (and start a new window)."""

@@ -26,7 +26,7 @@ import time
 from typing import TYPE_CHECKING
 
 from fabrik_ros.controller_status import angle_text
-from fabrik_ros.controller_types import Update
+from fabrik_ros.controller_types import target_orientations, target_positions, Update
 import numpy as np
 
 if TYPE_CHECKING:  # the controller hands itself in: no import circle at run time
@@ -77,12 +77,12 @@ def solve(controller: IkController, now: float) -> Update:
         controller._solver = settings.solver()
         if settings.root == 'pinned':   # a free root's obstacles would slide with its base
             controller._solver.set_obstacles(controller.obstacles)
-    targets = controller.target_positions()
+    targets = target_positions(controller.targets)
     orientations = None  # position-only: the solve exactly as without orientations
     if settings.orientation_mode != 'position' and any(
             target is not None and target.orientation is not None
             for target in controller.targets):
-        orientations = controller.target_orientations()
+        orientations = target_orientations(controller.targets)
         if len(orientations) == 1:
             orientations = orientations[0]
     # Closed loop: start from where the arm is when it is measured; the body from

@@ -29,6 +29,19 @@ class Target:
     orientation: np.ndarray | None = None  # (4,) unit quaternion x, y, z, w; None: position
 
 
+def target_positions(targets: list[Target | None]) -> np.ndarray:
+    """Return the (m, 3) positions of effectors' targets, NaN rows for none."""
+    return np.array([target.position if target is not None else [np.nan] * 3
+                     for target in targets], dtype=float)
+
+
+def target_orientations(targets: list[Target | None]) -> np.ndarray:
+    """Return the (m, 4) quaternions of effectors' targets, NaN rows where none has one."""
+    return np.array([target.orientation if target is not None
+                     and target.orientation is not None else [np.nan] * 4
+                     for target in targets], dtype=float)
+
+
 @dataclass(frozen=True)
 class Command:
     """One joint command to send, in chain joint order."""

@@ -47,7 +47,8 @@ from fabrik_ros.description_loader import DescriptionLoader
 from fabrik_ros.ik_parameters import (check_start, declare_node_parameters,
                                       name_or_type_refusal, NODE_PARAMETERS, TIMER_RATES)
 from fabrik_ros.messages import (branch_paths, controller_markers, diagnostic_array,
-                                 point_array, pose_message, quaternion_array, TargetError)
+                                 point_array, pose_message, quaternion_array, stamp_age,
+                                 TargetError)
 from fabrik_ros.node_jog import NodeJog
 from fabrik_ros.node_main import run_node
 from fabrik_ros.node_model import NodeModel
@@ -212,7 +213,7 @@ class IkNode(Node):
             self._target_markers.shutdown()
         self._target_markers = TargetMarkers.at_frames(
             self, self._frames.frame, model.effector_names, controller.tool_frames(),
-            controller.body, self._on_dragged)
+            controller.body, lambda msg, effector: self._on_pose(msg, effector, dragged=True))
 
     def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         """Validate a change as a whole; commit it only when all of it is usable."""
@@ -257,9 +258,6 @@ class IkNode(Node):
             return
         self._on_target(target, msg.header, effector, dragged)
 
-    def _on_dragged(self, msg: PoseStamped, effector: int) -> None:
-        self._on_pose(msg, effector, dragged=True)
-
     def _on_goal_pose(self, msg: PoseStamped) -> None:
         """Take RViz's 2D Goal Pose by its position: its arrow is a heading on the ground."""
         self._on_point(PointStamped(header=msg.header, point=msg.pose.position))
@@ -289,23 +287,14 @@ class IkNode(Node):
         except TargetError as error:
             self._refuse('frame', str(error))
             return
-        self._apply(controller.on_target(effector, target, time.monotonic(),
-                                         self._age(header)))
+        age = stamp_age(header.stamp, self.get_clock().now().nanoseconds)
+        self._apply(controller.on_target(effector, target, time.monotonic(), age))
         if controller.solve_due is not None and self._window_timer.is_canceled():
             self._window_timer.reset()
         if self._target_markers is not None and not dragged:
             index = controller.effector_of(target)  # None if it was refused
             if index is not None:
                 self._target_markers.move(index, pose_message(controller.target_frame(index)))
-
-    def _age(self, header: Header) -> float | None:
-        """Return seconds since a message's stamp on the node's clock; None: unstamped."""
-        stamp = header.stamp
-        if not (stamp.sec or stamp.nanosec):
-            return None
-        # In integer nanoseconds: through rclpy's Time and Duration it cost 2.6x as much.
-        now = self.get_clock().now().nanoseconds
-        return 1e-9 * (now - (stamp.sec * 1_000_000_000 + stamp.nanosec))
 
     def _refuse(self, kind: str, reason: str) -> None:
         """Count (once there is a controller) and log a target refused by the node."""
@@ -319,8 +308,9 @@ class IkNode(Node):
 
     def _on_feedback(self, msg: JointState) -> None:
         if self._controller is not None:
+            age = stamp_age(msg.header.stamp, self.get_clock().now().nanoseconds)
             self._apply(self._controller.on_feedback(msg.name, msg.position, time.monotonic(),
-                                                     self._age(msg.header)))
+                                                     age))
 
     def _on_tick(self) -> None:
         if self._controller is not None:

@@ -40,13 +40,13 @@ from fabrik_ros.chain import Chain
 from fabrik_ros.controller import IkController, Update
 from fabrik_ros.jog import JogSettings, JogStatus
 from fabrik_ros.jog_step import DirectionFilter
-from fabrik_ros.messages import TargetError
+from fabrik_ros.messages import stamp_age, TargetError
 from fabrik_ros.target_frames import TargetFrames
 from geometry_msgs.msg import TwistStamped
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import Header, Int8
+from std_msgs.msg import Int8
 
 try:  # control_msgs comes with a ROS install but has no PyPI wheel
     from control_msgs.msg import JointJog
@@ -134,8 +134,8 @@ class NodeJog:
         except TargetError as error:
             self._refuse(controller, str(error))
             return
-        self._apply(controller.jog.on_twist(effector, twist, time.monotonic(), frame,
-                                            self._age(msg.header)))
+        age = stamp_age(msg.header.stamp, self._node.get_clock().now().nanoseconds)
+        self._apply(controller.jog.on_twist(effector, twist, time.monotonic(), frame, age))
 
     def _on_joint_jog(self, msg: JointJog) -> None:
         controller = self._ready()
@@ -146,8 +146,8 @@ class NodeJog:
         except ValueError as error:
             self._refuse(controller, str(error))
             return
-        self._apply(controller.jog.on_joint_jog(velocities, time.monotonic(),
-                                                self._age(msg.header)))
+        age = stamp_age(msg.header.stamp, self._node.get_clock().now().nanoseconds)
+        self._apply(controller.jog.on_joint_jog(velocities, time.monotonic(), age))
 
     # ---- internals --------------------------------------------------------------------
 
@@ -178,14 +178,6 @@ class NodeJog:
         if frame_id in (self._frames.base_link, self._frames.frame):
             return 'base'
         return self._frames.rotation_to_base(frame_id)
-
-    def _age(self, header: Header) -> float | None:
-        """Return seconds since a message's stamp on the node's clock; None: unstamped."""
-        stamp = header.stamp
-        if not (stamp.sec or stamp.nanosec):
-            return None
-        now = self._node.get_clock().now().nanoseconds
-        return 1e-9 * (now - (stamp.sec * 1_000_000_000 + stamp.nanosec))
 
     def _refuse(self, controller: IkController, reason: str) -> None:
         controller.jog.refused += 1
