@@ -114,7 +114,8 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
     A serial arm whose last three joints turn about axes through one point (a spherical
     wrist, like most industrial six-joint arms: fabrik_ros.ik.wrist) splits a full pose in two:
     the joints above the wrist bring its centre where the target pose puts it (a position
-    solve: FABRIK and closing steps), then the wrist turns the tool onto the target
+    solve: FABRIK and closing steps, or closed form where the joints above the wrist are a
+    spherical shoulder and an elbow), then the wrist turns the tool onto the target
     orientation in closed form (exact, the solution nearest the seed; in 'axis' mode, where
     the centre lies on the tool axis, it points that axis, the last wrist joint at its seed
     angle), unless the seed is within closing_radius (tracking keeps to closing steps, which
@@ -177,10 +178,6 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
         if not closing_radius >= 0.0:   # inf allowed: the closing step alone
             raise ValueError(f'closing_radius must be >= 0 metres, got {closing_radius}')
         self.closing_radius = float(closing_radius)
-        # A Newton step from e metres away misses by about e^2 / reach (the curvature of the
-        # kinematics): from farther than this one step rarely reaches the tolerance, so
-        # _track leaves such seeds to the full solve rather than take a step twice.
-        self._track_radius = min(self.closing_radius, math.sqrt(self.tolerance * reach))
         # With a pinned root, effectors that share no joint are independent sub-problems;
         # a free root moves them all.
         everything = _Group(tuple(range(len(chain.effectors))), tuple(range(chain.dof)))
