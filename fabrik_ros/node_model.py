@@ -24,9 +24,10 @@ the `on_model` callback.
 """
 
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 import time
 
-from fabrik_ros.chain import Chain
+from fabrik_ros.chain import Chain, ChainError
 from fabrik_ros.config import (chain_from_parameters, CHAIN_PARAMETERS, LIMITS_PREFIX,
                                package_share_dir)
 from fabrik_ros.controller import IkController, Update
@@ -73,7 +74,15 @@ class NodeModel:
         problem = description_size_problem(urdf)
         if problem:
             raise ValueError(f'robot_description refused before parsing: {problem}')
-        return Chain.from_urdf(urdf, self._param('base_link'), list(self._param('tip_links')))
+        chain = Chain.from_urdf(urdf, self._param('base_link'), list(self._param('tip_links')))
+        if '<collision' in urdf:
+            # Its collision model (meshes, pair sorting: up to a second) is built here, on the
+            # loader's thread for a topic's description, not by the first solve, which would
+            # stall the command stream. Unreadable geometry: the solver turns self-collision
+            # off and says why (IkSolver.collision_status).
+            with suppress(ChainError):
+                chain.clearance(chain.neutral())
+        return chain
 
     def adopt(self, urdf: str, chain: Chain | ValueError) -> None:
         """Use a parsed description: the same robot changes nothing, another one is taken."""

@@ -20,13 +20,15 @@ user never set are not overrides; start-up refuses unknown joints and fields und
 joint_limits; every parameter can be read at once (ros2 param dump); outputs that are off
 are not advertised; RViz targets only when asked for, under the node's namespace; ik_node
 and sim_arm with their defaults do not both publish joint_states; a broken params file
-stops the node with one line. A free root publishes the body pose and takes
+stops the node with one line. A described robot's collision model is built by the
+description loader, off the thread of the commands. A free root publishes the body pose and takes
 targets in the odometry frame; per-effector weights are parameters.
 """
 
 from collections.abc import Iterator
 from pathlib import Path
 import re
+import threading
 from typing import Any
 
 from fabrik_ros.chain import Chain
@@ -100,6 +102,27 @@ def test_a_new_robot_description_rebuilds_the_chain_and_its_limits(make_node):
     assert node._model.joint_names == Chain.from_urdf(other, 'base_link', 'tool0').joint_names
     assert not any(name.startswith('base_yaw') for name in limits(node))
     assert node.get_parameter('command_joints').value == node._model.joint_names
+
+
+def test_a_described_robots_collision_model_is_built_by_the_loader_not_a_solve(
+        make_node, monkeypatch):
+    """Meshes and pair sorting take up to a second: never on the thread of the commands."""
+    import fabrik_ros.model.chain as chain_module
+    threads = []
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return build(*args, **kwargs)
+
+    build = chain_module.collision_model
+    monkeypatch.setattr(chain_module, 'collision_model', recording)
+    sphere = '<collision><geometry><sphere radius="0.04"/></geometry></collision>'
+    described = ARM_URDF.replace('<link name="forearm">', f'<link name="forearm">{sphere}')
+    node = make_node(**ARM_TOPIC)
+    describe(node, described)
+    assert threads and threading.main_thread() not in threads
+    node._on_target(Target(np.array([0.3, 0.1, 0.4])), Header(), 0)
+    assert node._controller.solves == 1 and len(threads) == 1
 
 
 def test_limits_the_user_set_survive_a_new_description_and_must_fit_it(make_node):
