@@ -167,6 +167,16 @@ def test_real_arms_never_reach_in_collision_and_never_overstate_clearance(descri
             assert truth >= MARGIN - COAL_TOLERANCE
 
 
+def test_a_described_arm_without_obstacles_checks_itself(described):
+    chain, _, poses = described
+    solver = IkSolver(chain)            # set_obstacles never called: its links alone
+    for pose in poses[:3]:
+        result = solver.solve(pose[:3, 3], orientation=quaternion_from_rotation(pose[:3, :3]))
+        assert np.isfinite(result.clearance) and all(result.closest_pair)
+        assert result.clearance <= chain.clearance(result.q) + 1e-12
+        assert not result.reached or result.clearance >= MARGIN
+
+
 def test_where_the_first_answer_collides_another_branch_is_found_clear():
     from test_collision_descriptions import ur5e_with_gripper
     chain = ur5e_with_gripper()

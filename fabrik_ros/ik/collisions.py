@@ -101,6 +101,7 @@ class Collisions:
         self._geometry: _Geometry | None = None
         self._seeds: np.ndarray | None = None
         self._clear_seeds: tuple[Scene | None, dict[int, bool]] = (None, {})
+        self.scene = Scene([])  # the obstacles (set_obstacles)
         if self_collision is None:
             self_collision = self._described(chain)
         self.self_collision = bool(self_collision)
