@@ -64,6 +64,16 @@ NODE_PARAMETERS = {
         read_only=True)),
     'tip_links': (['tool0'], descriptor(
         'End-effector links, one per branch of the chain', read_only=True)),
+    'robot_description_semantic': ('', descriptor(
+        'SRDF XML of the robot (as MoveIt takes it): its disable_collisions pairs are not '
+        'checked for self-collision; applies to a robot_description parameter or topic',
+        read_only=True)),
+    'self_collision': (True, descriptor(
+        'Keep the links apart from each other where the description gives them collision '
+        'geometry; false: check obstacles only')),
+    'collision_margin': (0.01, descriptor(
+        'Distance every checked pair (links, obstacles) keeps in a reached answer, metres',
+        float_range=(0.0, 1.0))),
     'tolerance': (1e-4, descriptor(
         'Target reached when the tip is this close, metres', float_range=(1e-7, 1.0))),
     'orientation_mode': ('full', descriptor(

@@ -74,7 +74,8 @@ class NodeModel:
         problem = description_size_problem(urdf)
         if problem:
             raise ValueError(f'robot_description refused before parsing: {problem}')
-        chain = Chain.from_urdf(urdf, self._param('base_link'), list(self._param('tip_links')))
+        chain = Chain.from_urdf(urdf, self._param('base_link'), list(self._param('tip_links')),
+                                srdf_xml=self._param('robot_description_semantic') or None)
         if '<collision' in urdf:
             # Its collision model (meshes, pair sorting: up to a second) is built here, on the
             # loader's thread for a topic's description, not by the first solve, which would

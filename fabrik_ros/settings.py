@@ -36,7 +36,8 @@ import numpy as np
 SETTING_NAMES = ('tolerance', 'max_iterations', 'max_restarts', 'max_joint_step',
                  'target_timeout', 'feedback_timeout', 'target_window',
                  'default_max_velocity', 'default_max_acceleration', 'root', 'solve_timeout',
-                 'max_body_velocity', 'orientation_mode', 'orientation_tolerance', 'tool_axis')
+                 'max_body_velocity', 'orientation_mode', 'orientation_tolerance', 'tool_axis',
+                 'self_collision', 'collision_margin')
 # effector_weights.<effector>: the effector's weight in conflicts (0: the solver's default).
 WEIGHTS_PREFIX = 'effector_weights.'
 # rad/s^2: a joint_limits.<joint>.max_acceleration above it is a typo (1.7e308 overflows
@@ -64,6 +65,8 @@ class Settings:
     orientation_mode: str = 'full'  # what a target orientation fixes: full, axis, position
     orientation_tolerance: float = 1e-3  # radians
     tool_axis: tuple[float, float, float] = (0.0, 0.0, 1.0)  # tool frame, unit ('axis' mode)
+    self_collision: bool = True  # where the description gives collision geometry
+    collision_margin: float = 0.01  # metres every checked pair keeps in a reached answer
 
     @classmethod
     def from_parameters(cls, model: Chain, values: Mapping[str, object]) -> Settings:
@@ -121,7 +124,9 @@ class Settings:
                    effector_weights=effector_weights(chain, values),
                    orientation_mode=mode,
                    orientation_tolerance=float(values['orientation_tolerance']),
-                   tool_axis=tuple((axis / norm).tolist()))
+                   tool_axis=tuple((axis / norm).tolist()),
+                   self_collision=bool(values['self_collision']),
+                   collision_margin=float(values['collision_margin']))
 
     def solver(self, **overrides: object) -> IkSolver:
         """Return a solver for these settings (solve_timeout 0: no time budget), but overrides."""
@@ -131,7 +136,8 @@ class Settings:
             'timeout': self.solve_timeout or None, 'effector_weights': self.effector_weights,
             'orientation_mode': self.orientation_mode,
             'orientation_tolerance': self.orientation_tolerance, 'tool_axis': self.tool_axis,
-            **overrides})
+            'self_collision': None if self.self_collision else False,  # None: where described
+            'collision_margin': self.collision_margin, **overrides})
 
 
 def effector_weights(chain: Chain, values: Mapping[str, object]) -> dict[str, float]:

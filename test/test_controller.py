@@ -46,7 +46,8 @@ BASE = {'tolerance': 1e-3, 'max_iterations': 20, 'max_restarts': 1, 'max_joint_s
         'target_timeout': 0.0, 'feedback_timeout': 0.3, 'target_window': 0.0,
         'default_max_velocity': 5.0, 'default_max_acceleration': 200.0, 'root': 'pinned',
         'solve_timeout': 0.0, 'max_body_velocity': 0.5, 'orientation_mode': 'full',
-        'orientation_tolerance': 1e-3, 'tool_axis': [0.0, 0.0, 1.0]}
+        'orientation_tolerance': 1e-3, 'tool_axis': [0.0, 0.0, 1.0], 'self_collision': True,
+        'collision_margin': 0.01}
 
 
 def serial_arm() -> Chain:
