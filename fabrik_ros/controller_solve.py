@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from fabrik_ros.controller_status import angle_text
+from fabrik_ros.controller_status import miss_text
 from fabrik_ros.controller_types import target_orientations, target_positions, Update
 import numpy as np
 
@@ -120,8 +120,7 @@ def solve(controller: IkController, now: float) -> Update:
     if stream.dt is None:
         update.command = controller._step()
     if not result.reached:
-        update.warnings.append(('reach', 'target out of reach: stretched toward it, '
-                                f'{result.error:.4f} m remaining' + angle_text(result)))
+        update.warnings.append(('reach', miss_text(result, settings.collision_margin)))
     return update
 
 

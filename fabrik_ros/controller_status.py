@@ -77,6 +77,21 @@ def angle_text(result: IkResult) -> str:
     return f', {math.degrees(result.orientation_error):.2f} deg off in orientation'
 
 
+def miss_text(result: IkResult, margin: float) -> str:
+    """
+    Say why an answer is not reached: out of reach, or held clear of a collision.
+
+    An answer within twice the collision `margin` of its closest pair is the best clear
+    compromise of a target reachable only in collision: the pair is named.
+    """
+    remaining = f'{result.error:.4f} m remaining' + angle_text(result)
+    if result.clearance < 2.0 * margin:
+        first, second = result.closest_pair
+        return (f'target not reached: held {result.clearance:.3f} m clear of {first} and '
+                f'{second}, {remaining}')
+    return f'target out of reach: stretched toward it, {remaining}'
+
+
 def _headline(controller: IkController, now: float) -> tuple[str, str]:
     """Return the level and message: what the controller does now."""
     result, holding = controller.result, controller.stream.hold_reason
@@ -92,9 +107,9 @@ def _headline(controller: IkController, now: float) -> tuple[str, str]:
                 f'jogging ({controller.jog.source}): {status.name.lower()}')
     if result is None:
         return 'OK', 'waiting for a target'
-    return ('OK' if result.reached else 'WARN',
-            f'{"target reached" if result.reached else "target out of reach"}, '
-            f'{result.error:.4f} m from it' + angle_text(result))
+    if result.reached:
+        return 'OK', f'target reached, {result.error:.4f} m from it' + angle_text(result)
+    return 'WARN', miss_text(result, controller.settings.collision_margin)
 
 
 def _result_values(controller: IkController) -> dict[str, object]:
@@ -105,6 +120,9 @@ def _result_values(controller: IkController) -> dict[str, object]:
     values: dict[str, object] = {}
     if math.isfinite(result.orientation_error):
         values['orientation_error_rad'] = f'{result.orientation_error:.6f}'
+    if math.isfinite(result.clearance):
+        values['clearance_m'] = f'{result.clearance:.4f}'
+        values['closest_pair'] = ' - '.join(result.closest_pair)
     values.update({'reached': result.reached, 'error_m': f'{result.error:.6f}',
                    'iterations': result.iterations, 'restarts': result.restarts,
                    'timed_out': result.timed_out})

@@ -99,8 +99,16 @@ def test_a_controller_with_obstacles_never_reaches_into_one():
     controller = IkController(make_settings(model), 0.0, command_period=None, feedback=False)
     target = model.tip_position(model.neutral() + 0.3)
     controller.set_obstacles([Sphere(0.05, center=tuple(target))])
-    controller.on_target(0, Target(target), 0.0)
+    update = controller.on_target(0, Target(target), 0.0)
     result = controller.result
     assert not result.reached
     assert result.clearance >= 0.01
     assert result.closest_pair[1] == 'obstacle 0 (sphere)'
+    # Said as it is: held clear of the sphere, not out of reach.
+    (kind, warning), = update.warnings
+    assert 'held' in warning and 'obstacle 0 (sphere)' in warning
+    assert 'out of reach' not in warning
+    status = controller.status(0.0, 1.0)
+    assert 'obstacle 0 (sphere)' in status.message
+    assert float(status.values['clearance_m']) == pytest.approx(result.clearance, abs=1e-4)
+    assert status.values['closest_pair'].endswith('obstacle 0 (sphere)')
