@@ -62,6 +62,7 @@ class JogInput:
         self.status = JogStatus.NO_WARNING  # of the last tick
         self.source = ''  # 'twist' or 'joint' while jogging, '' otherwise
         self.refused = 0
+        self._ceiling: np.ndarray | None = None  # rad/s^2 per joint, see _limits
 
     @property
     def active(self) -> bool:
@@ -130,6 +131,7 @@ class JogInput:
         self.jogger = None
         self.source = ''
         self.status = JogStatus.NO_WARNING
+        self._ceiling = None
         stream = self._controller.stream
         if stream.position is not None and stream.goal is None:
             stream.hold('')  # the stop point from the position and speed it has now
@@ -181,21 +183,36 @@ class JogInput:
         Return the limits the jogger moves under this tick, max_joint_step as a velocity.
 
         A joint that can still stop within the position range (set_limits: the new one)
-        at the acceleration in force gets that range. One that cannot, moving toward a
-        narrowed bound it is too fast for, brakes at the acceleration in force within the
-        range the stream has in force (spanning where it stops), as the stream would.
+        at the acceleration in force gets that range; where it needs the acceleration that
+        was in force since it last stood still (a narrowed limit is reached within the old
+        ones), it gets that. One that cannot, moving toward a narrowed bound it is too fast
+        for, brakes within the range the stream has in force (spanning where it stops), as
+        the stream would.
         """
         stream = self._controller.stream
         target, in_force = stream.limits, stream.limits_in_force()
         dt, position, velocity = stream.dt, stream.position, stream.velocity
         acceleration = in_force.max_acceleration
+        # The acceleration in force since each joint last stood still: the stream lowers its
+        # own toward a narrowed limit by a continuous estimate, which a joint braking tick
+        # by tick may still need to exceed.
+        if self.jogger is None or self._ceiling is None \
+                or self._ceiling.shape != acceleration.shape:
+            self._ceiling = acceleration  # a jogging starts from the stream's
+        self._ceiling = np.where(
+            velocity == 0.0, acceleration, np.maximum(self._ceiling, acceleration))
         room = np.where(velocity > 0.0, target.upper - position, position - target.lower)
-        speed, braking = np.abs(velocity), acceleration * dt
-        # Slack for rounding: a joint that landed on its bound last tick stops there now.
         room = np.where(np.isfinite(room), room, 1e300)  # a continuous joint: never near
-        stops = (velocity == 0.0) | ((room >= 0.0) & (
-            speed - braking * (1.0 + 1e-9)
-            <= braking_speed(np.maximum(room, 0.0), acceleration, dt)))
+        speed = np.abs(velocity)
+
+        def stopping(acceleration: np.ndarray) -> np.ndarray:
+            # Slack for rounding: a joint that landed on its bound last tick stops there.
+            return (velocity == 0.0) | ((room >= 0.0) & (
+                speed - acceleration * dt * (1.0 + 1e-9)
+                <= braking_speed(np.maximum(room, 0.0), acceleration, dt)))
+        acceleration = np.where(stopping(acceleration), acceleration, self._ceiling)
+        stops = stopping(acceleration)
+        braking = acceleration * dt
         inside = (position >= target.lower) & (position <= target.upper) & stops
         top = np.minimum(target.max_velocity, in_force.max_step / dt)
         return MotionLimits(np.where(inside, target.lower, in_force.lower),

@@ -285,7 +285,7 @@ class ControllerContract(RuleBasedStateMachine):
         self.braking_ticks -= 1
         if jog.active:
             assert self.braking_ticks >= 0, 'still moving after the braking time'
-        else:
+        elif not self.stale():  # stale feedback ends it at once: the stream brakes
             event('a stale jog came to rest')
             assert not np.any(self.velocity), 'the jog ended while moving'
 
