@@ -49,7 +49,7 @@ class CheckRows:
 
     Segment columns: the bodies, then the round obstacles (spheres as points, cylinders as
     axes), then every box edge (base frame). Rows: self pairs, moving body x round
-    obstacle, then moving body x box x edge (box-major), whose minimum over the edges
+    obstacle, then moving body x box x edge (body-major), whose minimum over the edges
     joins the ends' distance to the box in the box's own rows.
     """
 
@@ -68,9 +68,8 @@ class CheckRows:
                                   np.sum(self.fixed_directions ** 2, axis=0)])
         body_rows = np.repeat(moving, rounds)
         round_rows = np.tile(np.arange(rounds), count)
-        edge_body = np.tile(np.repeat(moving, EDGES), boxes)
-        edge_rows = bodies + rounds + np.tile(np.arange(EDGES), boxes * count) + np.repeat(
-            np.arange(boxes) * EDGES, count * EDGES)
+        edge_body = np.repeat(moving, EDGES * boxes)
+        edge_rows = bodies + rounds + np.tile(np.arange(EDGES * boxes), count)
         self.first = np.concatenate([model.pairs[:, 0], body_rows, edge_body])
         self.second = np.concatenate([model.pairs[:, 1], bodies + round_rows, edge_rows])
         self.radii = np.concatenate([model.radii[model.pairs[:, 1]] + model.radii[
@@ -83,31 +82,36 @@ class CheckRows:
         self.second_guarded = second_squared + _TINY
         self.round_end = len(model.pairs) + count * rounds    # rows before the edges
         # Which pair each candidate is, as nearest names it: (body, body or
-        # bodies + obstacle index); box candidates follow the round rows, box-major.
-        self.names_first = np.concatenate([self.first[:self.round_end], np.tile(moving, boxes)])
+        # bodies + obstacle index); box candidates follow the round rows, body-major.
+        self.names_first = np.concatenate([self.first[:self.round_end],
+                                           np.repeat(moving, boxes)])
         self.names_second = np.concatenate([model.pairs[:, 1],
                                             bodies + scene.round_index[round_rows],
-                                            bodies + np.repeat(scene.box_index, count)])
-        self.moving_radii = model.radii[moving]
-        self._cylinders(model, scene)
-        # x_local = R^T (x - t): as row vectors x @ R + (-t @ R), one matmul for all boxes.
-        self.box_rotations = scene.box_rotations
-        self.box_translations = -np.einsum('ki,kij->kj', scene.box_translations,
-                                           scene.box_rotations)[:, None, :]
-        self.half_sizes = scene.half_sizes[:, None, :]
+                                            bodies + np.tile(scene.box_index, count)])
+        self.moving_radii = model.radii[moving, None]
+        self.half_sizes = scene.half_sizes[None]                           # (1, k, 3)
         self.negative_half_sizes = -self.half_sizes
+        self._projection(model, scene)
 
-    def _cylinders(self, model: CollisionModel, scene: Scene) -> None:
-        """Stack the cylinders' axes and end planes for their slab bound."""
-        count = self.moving_count
+    def _projection(self, model: CollisionModel, scene: Scene) -> None:
+        """
+        Stack every box's frame and every cylinder's axis as one affine map of row vectors.
+
+        x_local = R^T (x - t) is x @ R + (-t @ R); a cylinder's height along its axis is
+        x @ a - a . centre: one matmul and one sum for all of them.
+        """
+        count, pairs = self.moving_count, len(model.pairs)
         self.cylinders = len(scene.cylinder_rows)
-        self.cylinder_rows = (len(model.pairs) + np.arange(count)[:, None]
-                              * len(scene.round_index) + scene.cylinder_rows).ravel()
-        self.cylinder_axes = scene.cylinder_axes.T.copy()
-        self.cylinder_offsets = np.einsum('ij,ij->i', scene.cylinder_centres,
-                                          scene.cylinder_axes)
+        self.cylinder_rows = (pairs + np.arange(count)[:, None] * len(scene.round_index)
+                              + scene.cylinder_rows).ravel()
         self.cylinder_half_lengths = scene.cylinder_half_lengths
-        self.cylinder_radii = model.radii[model.moving, None]
+        self.box_columns = 3 * self.boxes
+        rotations = scene.box_rotations.transpose(1, 0, 2).reshape(3, -1)    # (3, 3k)
+        translations = -np.einsum('ki,kij->kj', scene.box_translations,
+                                  scene.box_rotations).ravel()
+        self.projection = np.concatenate((rotations, scene.cylinder_axes.T), axis=1)
+        self.projection_offsets = np.concatenate((translations, -np.einsum(
+            'ij,ij->i', scene.cylinder_centres, scene.cylinder_axes)))
 
 
 def _box_edges(scene: Scene) -> tuple[np.ndarray, np.ndarray]:
@@ -127,12 +131,12 @@ def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
 
     The other: a body, or bodies + obstacle index; (inf, -1, -1) with nothing to check.
     A body-box candidate is the nearer of the segment's ends' and the box edges' distances
-    where a box axis separates them (the closest point of a face to a segment that misses
-    the box is at an end of it or over an edge), else segment_box_distance's.
+    where the segment misses the box (the closest point of a face to a segment that misses
+    it is at an end of it or over an edge), else segment_box_distance's signed depth.
     """
     if not len(rows.names_first):
         return float('inf'), -1, -1
-    placed = world[model.body_frames, :3] @ model.local_ends                     # (b, 3, 2)
+    placed = world[model.body_frames, :3] @ model.local_ends       # (b, 3, 2)
     starts, ends = placed[:, :, 0], placed[:, :, 1]
     all_starts = np.concatenate((starts.T, rows.fixed_starts), axis=1)
     all_directions = np.concatenate(((ends - starts).T, rows.fixed_directions), axis=1)
@@ -140,54 +144,74 @@ def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
     start1, direction1 = all_starts.take(first, axis=1), all_directions.take(first, axis=1)
     direction2 = all_directions.take(second, axis=1)
     offset = start1 - all_starts.take(second, axis=1)
-    b = (direction1 * direction2).sum(axis=0)
-    c = (direction1 * offset).sum(axis=0)
-    f = (direction2 * offset).sum(axis=0)
+    b = np.add.reduce(direction1 * direction2, axis=0)     # not .sum: no wrapper
+    c = np.add.reduce(direction1 * offset, axis=0)
+    f = np.add.reduce(direction2 * offset, axis=0)
     s = (b * f - c * rows.second_squared) / (rows.squared_product - b * b + _TINY)
     s = np.minimum(np.maximum(s, 0.0), 1.0)
     t = np.minimum(np.maximum((b * s + f) / rows.second_guarded, 0.0), 1.0)
     s = np.minimum(np.maximum((b * t - c) / rows.first_guarded, 0.0), 1.0)
     gap = offset + s * direction1 - t * direction2
-    distance = np.sqrt((gap * gap).sum(axis=0)) - rows.radii
-    if not rows.cylinders and not rows.boxes:
-        row = int(distance.argmin())
-        return float(distance[row]), int(rows.names_first[row]), int(rows.names_second[row])
-    points = placed[rows.moving].transpose(2, 0, 1).reshape(-1, 3)   # starts, then ends
-    if rows.cylinders:
-        _raise_to_end_planes(rows, points, distance)
-    if rows.boxes:
-        distance = np.concatenate((distance[:rows.round_end], _box_distances(rows, points,
-                                                                             distance)))
+    distance = np.sqrt(np.add.reduce(gap * gap, axis=0)) - rows.radii
+    if rows.cylinders or rows.boxes:
+        points = placed[rows.moving].transpose(2, 0, 1).reshape(-1, 3)   # starts, then ends
+        projected = points @ rows.projection + rows.projection_offsets
+        if rows.cylinders:
+            _raise_to_end_planes(rows, projected[:, rows.box_columns:], distance)
+        if rows.boxes:
+            distance = np.concatenate((distance[:rows.round_end], _box_distances(
+                rows, projected[:, :rows.box_columns], distance)))
     row = int(distance.argmin())
     return float(distance[row]), int(rows.names_first[row]), int(rows.names_second[row])
 
 
-def _raise_to_end_planes(rows: CheckRows, points: np.ndarray, distance: np.ndarray) -> None:
+def _raise_to_end_planes(rows: CheckRows, heights: np.ndarray, distance: np.ndarray) -> None:
     """Raise each body-cylinder row to its end-plane bound where that is larger, in place."""
     count = rows.moving_count
-    z = points @ rows.cylinder_axes - rows.cylinder_offsets                # (2m, c)
-    z_start, z_end = z[:count], z[count:]
+    z_start, z_end = heights[:count], heights[count:]                 # (m, c) each
     slab = np.maximum(np.maximum(np.minimum(z_start, z_end), -np.maximum(z_start, z_end))
-                      - rows.cylinder_half_lengths, 0.0) - rows.cylinder_radii
+                      - rows.cylinder_half_lengths, 0.0) - rows.moving_radii
     distance[rows.cylinder_rows] = np.maximum(distance[rows.cylinder_rows], slab.ravel())
 
 
-def _box_distances(rows: CheckRows, points: np.ndarray, distance: np.ndarray) -> np.ndarray:
-    """Return the body-box distances (k m,), box-major, from the edge rows and the ends."""
+def _box_distances(rows: CheckRows, local: np.ndarray, distance: np.ndarray) -> np.ndarray:
+    """Return the body-box distances (m k,), body-major, from the edge rows and the ends."""
     count = rows.moving_count
-    local = points @ rows.box_rotations + rows.box_translations         # (k, 2m, 3)
-    local_start, local_end = local[:, :count], local[:, count:]
-    gaps = np.maximum(np.minimum(local_start, local_end) - rows.half_sizes,
-                      rows.negative_half_sizes - np.maximum(local_start, local_end))
-    excess = np.maximum(np.abs(local) - rows.half_sizes, 0.0)
-    squared = (excess * excess).sum(axis=2)
-    ends = np.sqrt(np.minimum(squared[:, :count], squared[:, count:]))
-    edges = distance[rows.round_end:].reshape(rows.boxes, count, EDGES).min(axis=2)
+    local = local.reshape(2 * count, rows.boxes, 3)                     # (2m, k, 3)
+    beyond_upper = local - rows.half_sizes
+    beyond_lower = rows.negative_half_sizes - local
+    gaps = np.maximum(np.minimum(beyond_upper[:count], beyond_upper[count:]),
+                      np.minimum(beyond_lower[:count], beyond_lower[count:]))
+    excess = np.maximum(np.maximum(beyond_upper, beyond_lower), 0.0)
+    squared = np.add.reduce(excess * excess, axis=2)
+    ends = np.sqrt(np.minimum(squared[:count], squared[count:]))          # (m, k)
+    edges = np.minimum.reduce(distance[rows.round_end:].reshape(count, rows.boxes, EDGES),
+                              axis=2)
     boxes = np.minimum(ends, edges) - rows.moving_radii
-    touching = gaps.max(axis=2) <= 0.0          # no box axis separates them
+    touching = np.maximum.reduce(gaps, axis=2) <= 0.0     # no box axis separates them
     if touching.any():
-        half_sizes = np.broadcast_to(rows.half_sizes, local_start.shape)[touching]
-        boxes[touching] = segment_box_distance(local_start[touching], local_end[touching],
-                                               half_sizes) - np.broadcast_to(
-            rows.moving_radii, touching.shape)[touching]
+        _touching(rows, local[:count][touching], local[count:][touching], touching, boxes)
     return boxes.ravel()
+
+
+def _touching(rows: CheckRows, start: np.ndarray, end: np.ndarray, touching: np.ndarray,
+              boxes: np.ndarray) -> None:
+    """
+    Correct the body-box distances no box axis separates, in place.
+
+    A segment that misses the box keeps the nearer of its ends' and the edges' distances;
+    one that enters it (slab clipping: its parameter intervals inside the three slabs
+    overlap within 0..1) gets segment_box_distance's signed depth.
+    """
+    half_sizes = np.broadcast_to(rows.half_sizes, touching.shape + (3,))[touching]
+    direction = end - start
+    safe = np.where(np.abs(direction) > 1e-15, direction, 1e-15)
+    upper, lower = (half_sizes - start) / safe, (-half_sizes - start) / safe
+    enter = np.maximum.reduce(np.minimum(upper, lower), axis=1)
+    leave = np.minimum.reduce(np.maximum(upper, lower), axis=1)
+    enters = np.maximum(enter, 0.0) <= np.minimum(leave, 1.0)
+    if enters.any():
+        radii = np.broadcast_to(rows.moving_radii, touching.shape)[touching][enters]
+        rows_in = tuple(index[enters] for index in np.nonzero(touching))
+        boxes[rows_in] = segment_box_distance(start[enters], end[enters],
+                                              half_sizes[enters]) - radii
