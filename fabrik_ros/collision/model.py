@@ -32,7 +32,7 @@ import xml.etree.ElementTree as ElementTree
 
 from fabrik_ros.collision.distance import segment_box, segment_segment, segment_slab
 from fabrik_ros.collision.nearest import CheckRows, nearest
-from fabrik_ros.collision.shapes import Obstacle, Scene
+from fabrik_ros.collision.shapes import Box, Cylinder, Obstacle, Scene
 import numpy as np
 
 SAMPLES = 2000          # random configurations that sort the pairs
@@ -193,16 +193,58 @@ class CollisionModel:
 
     def clearance(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
                   ) -> Clearance:
-        """Return the smallest checked distance at FK frames `world`, naming the pair."""
+        """
+        Return the smallest checked distance at FK frames `world`, naming the pair.
+
+        The distance is min_distance's; the closest points are found for that pair only.
+        """
         scene = self.scene(scene)
-        pairs = self.pair_distances(world, scene)
-        if not len(pairs.distances):
+        distance, first, second = self.nearest(world, scene)
+        if first < 0:
             return Clearance(float('inf'), ('', ''), np.full((2, 3), np.nan))
-        row = int(np.argmin(pairs.distances))
-        other = (self.names[pairs.second[row]] if row < pairs.self_pairs
-                 else scene.name(int(pairs.second[row])))
-        return Clearance(float(pairs.distances[row]), (self.names[pairs.first[row]], other),
-                         np.stack([pairs.points_first[row], pairs.points_second[row]]))
+        starts, ends = self.segments(world)
+        bodies = len(self.bodies)
+        if second < bodies:
+            _, on_first, on_second = segment_segment(starts[[first]], ends[[first]],
+                                                     starts[[second]], ends[[second]])
+            radius_second, other = self.radii[second], self.names[second]
+        else:
+            on_first, on_second, radius_second = _obstacle_points(
+                scene, second - bodies, starts[[first]], ends[[first]])
+            other = scene.name(second - bodies)
+        points = _surfaces(on_first, on_second, self.radii[[first]],
+                           np.array([radius_second]))
+        return Clearance(distance, (self.names[first], other), np.concatenate(points))
+
+
+def _obstacle_points(scene: Scene, index: int, start: np.ndarray, end: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Return the closest points (1, 3) of a segment to obstacle `index`, and its radius."""
+    obstacle = scene.obstacles[index]
+    if isinstance(obstacle, Box):
+        row = int(np.flatnonzero(scene.box_index == index)[0])
+        _, point, surface = _boxes(_one_box(scene, row), start, end)
+        return point, surface, 0.0
+    row = int(np.flatnonzero(scene.round_index == index)[0])
+    axis, on_first, on_second = segment_segment(start, end, scene.round_starts[[row]],
+                                                scene.round_ends[[row]])
+    if isinstance(obstacle, Cylinder):
+        slab, point, face = segment_slab(start, end, obstacle.pose[None, :3, 3],
+                                         obstacle.pose[None, :3, 2],
+                                         np.array([obstacle.length / 2.0]))
+        if slab[0] > axis[0] - obstacle.radius:
+            return point, face, 0.0
+    return on_first, on_second, obstacle.radius
+
+
+def _one_box(scene: Scene, row: int) -> Scene:
+    """Return a scene of box `row` of scene alone (its arrays, for _boxes)."""
+    box = Scene.__new__(Scene)
+    box.box_inverse = scene.box_inverse[row:row + 1]
+    box.box_rotations = scene.box_rotations[row:row + 1]
+    box.box_translations = scene.box_translations[row:row + 1]
+    box.half_sizes = scene.half_sizes[row:row + 1]
+    return box
 
 
 def _raise_to_end_planes(scene: Scene, starts: np.ndarray, ends: np.ndarray, offset: int,
