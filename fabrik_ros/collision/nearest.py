@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fabrik_ros.collision.distance import segment_box_distance
 from fabrik_ros.collision.shapes import Scene
 import numpy as np
 
@@ -132,7 +131,8 @@ def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
     The other: a body, or bodies + obstacle index; (inf, -1, -1) with nothing to check.
     A body-box candidate is the nearer of the segment's ends' and the box edges' distances
     where the segment misses the box (the closest point of a face to a segment that misses
-    it is at an end of it or over an edge), else segment_box_distance's signed depth.
+    it is at an end of it or over an edge), else segment_box_distance's signed depth (see
+    _touching).
     """
     if not len(rows.names_first):
         return float('inf'), -1, -1
@@ -182,7 +182,8 @@ def _box_distances(rows: CheckRows, local: np.ndarray, distance: np.ndarray) -> 
     beyond_lower = rows.negative_half_sizes - local
     gaps = np.maximum(np.minimum(beyond_upper[:count], beyond_upper[count:]),
                       np.minimum(beyond_lower[:count], beyond_lower[count:]))
-    excess = np.maximum(np.maximum(beyond_upper, beyond_lower), 0.0)
+    signed = np.maximum(beyond_upper, beyond_lower)                    # |x| - h
+    excess = np.maximum(signed, 0.0)
     squared = np.add.reduce(excess * excess, axis=2)
     ends = np.sqrt(np.minimum(squared[:count], squared[count:]))          # (m, k)
     edges = np.minimum.reduce(distance[rows.round_end:].reshape(count, rows.boxes, EDGES),
@@ -190,18 +191,22 @@ def _box_distances(rows: CheckRows, local: np.ndarray, distance: np.ndarray) -> 
     boxes = np.minimum(ends, edges) - rows.moving_radii
     touching = np.maximum.reduce(gaps, axis=2) <= 0.0     # no box axis separates them
     if touching.any():
-        _touching(rows, local[:count][touching], local[count:][touching], touching, boxes)
+        depth = np.maximum.reduce(signed, axis=2)     # > 0 outside, else minus the depth
+        _touching(rows, local[:count][touching], local[count:][touching],
+                  np.minimum(depth[:count], depth[count:])[touching], touching, boxes)
     return boxes.ravel()
 
 
-def _touching(rows: CheckRows, start: np.ndarray, end: np.ndarray, touching: np.ndarray,
-              boxes: np.ndarray) -> None:
+def _touching(rows: CheckRows, start: np.ndarray, end: np.ndarray, depth: np.ndarray,
+              touching: np.ndarray, boxes: np.ndarray) -> None:
     """
     Correct the body-box distances no box axis separates, in place.
 
     A segment that misses the box keeps the nearer of its ends' and the edges' distances;
     one that enters it (slab clipping: its parameter intervals inside the three slabs
-    overlap within 0..1) gets segment_box_distance's signed depth.
+    overlap within 0..1) gets segment_box_distance's signed depth: the deeper of its ends
+    inside the box, else zero (to rounding; the candidates inside are its ends and points
+    on the faces).
     """
     half_sizes = np.broadcast_to(rows.half_sizes, touching.shape + (3,))[touching]
     direction = end - start
@@ -213,5 +218,4 @@ def _touching(rows: CheckRows, start: np.ndarray, end: np.ndarray, touching: np.
     if enters.any():
         radii = np.broadcast_to(rows.moving_radii, touching.shape)[touching][enters]
         rows_in = tuple(index[enters] for index in np.nonzero(touching))
-        boxes[rows_in] = segment_box_distance(start[enters], end[enters],
-                                              half_sizes[enters]) - radii
+        boxes[rows_in] = np.minimum(depth[enters], 0.0) - radii
