@@ -90,6 +90,9 @@ class CheckRows:
         self.moving_radii = model.radii[moving, None]
         self.half_sizes = scene.half_sizes[None]                           # (1, k, 3)
         self.negative_half_sizes = -self.half_sizes
+        # Per (body, box) row, so masks pick them without broadcast_to (slow in Python).
+        self.row_half_sizes = np.broadcast_to(self.half_sizes, (count, boxes, 3)).copy()
+        self.row_radii = np.broadcast_to(self.moving_radii, (count, boxes)).copy()
         self._projection(model, scene)
 
     def _projection(self, model: CollisionModel, scene: Scene) -> None:
@@ -208,7 +211,7 @@ def _touching(rows: CheckRows, start: np.ndarray, end: np.ndarray, depth: np.nda
     inside the box, else zero (to rounding; the candidates inside are its ends and points
     on the faces).
     """
-    half_sizes = np.broadcast_to(rows.half_sizes, touching.shape + (3,))[touching]
+    half_sizes = rows.row_half_sizes[touching]
     direction = end - start
     safe = np.where(np.abs(direction) > 1e-15, direction, 1e-15)
     upper, lower = (half_sizes - start) / safe, (-half_sizes - start) / safe
@@ -216,6 +219,6 @@ def _touching(rows: CheckRows, start: np.ndarray, end: np.ndarray, depth: np.nda
     leave = np.minimum.reduce(np.maximum(upper, lower), axis=1)
     enters = np.maximum(enter, 0.0) <= np.minimum(leave, 1.0)
     if enters.any():
-        radii = np.broadcast_to(rows.moving_radii, touching.shape)[touching][enters]
-        rows_in = tuple(index[enters] for index in np.nonzero(touching))
-        boxes[rows_in] = np.minimum(depth[enters], 0.0) - radii
+        values = boxes[touching]
+        values[enters] = np.minimum(depth[enters], 0.0) - rows.row_radii[touching][enters]
+        boxes[touching] = values
