@@ -134,7 +134,7 @@ def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
     The other: a body, or bodies + obstacle index; (inf, -1, -1) with nothing to check.
     A body-box candidate is the nearer of the segment's ends' and the box edges' distances
     where the segment misses the box (the closest point of a face to a segment that misses
-    it is at an end of it or over an edge), else segment_box_distance's signed depth (see
+    it is at an end of it or over an edge), else segment_box's signed depth (see
     _touching).
     """
     if not len(rows.names_first):
@@ -207,7 +207,7 @@ def _touching(rows: CheckRows, start: np.ndarray, end: np.ndarray, depth: np.nda
 
     A segment that misses the box keeps the nearer of its ends' and the edges' distances;
     one that enters it (slab clipping: its parameter intervals inside the three slabs
-    overlap within 0..1) gets segment_box_distance's signed depth: the deeper of its ends
+    overlap within 0..1) gets segment_box's signed depth: the deeper of its ends
     inside the box, else zero (to rounding; the candidates inside are its ends and points
     on the faces).
     """
