@@ -142,8 +142,8 @@ def test_clearance_is_the_smallest_pair_and_the_fast_path_agrees(robot, obstacle
     rows = chain.collision.pair_distances(chain.world_frames(q), scene)
     closest = chain.closest_pair(q, scene)
     expected = rows.distances.min() if len(rows.distances) else math.inf
-    assert closest.distance == expected
-    assert chain.clearance(q, obstacle_list) == pytest.approx(expected, abs=1e-12)
+    assert closest.distance == pytest.approx(expected, abs=1e-12)
+    assert chain.clearance(q, obstacle_list) == closest.distance
     if len(rows.distances):
         gap = np.linalg.norm(closest.points[1] - closest.points[0])
         assert gap == pytest.approx(abs(closest.distance), abs=1e-9) or closest.distance < 0

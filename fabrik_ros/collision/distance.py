@@ -59,30 +59,6 @@ def segment_segment(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarr
     return np.linalg.norm(closest1 - closest2, axis=1), closest1, closest2
 
 
-def segment_distances(start1: np.ndarray, direction1: np.ndarray, length1_squared: np.ndarray,
-                      start2: np.ndarray, direction2: np.ndarray, length2_squared: np.ndarray
-                      ) -> np.ndarray:
-    """
-    Return the distances (k,) between segments given as (3, k) starts and directions.
-
-    The hot path of segment_segment, distances only: coordinates as rows (so each dot is
-    one product and one sum over the short axis), the squared lengths passed in (they are
-    constants of rigid bodies), and no branch: a point's zero length meets a zero
-    numerator, and a parallel pair's arbitrary first guess is corrected by the best
-    answers that follow.
-    """
-    offset = start1 - start2
-    b = (direction1 * direction2).sum(axis=0)      # cheaper than einsum on short rows
-    c = (direction1 * offset).sum(axis=0)
-    f = (direction2 * offset).sum(axis=0)
-    s = (b * f - c * length2_squared) / (length1_squared * length2_squared - b * b + _TINY)
-    s = np.minimum(np.maximum(s, 0.0), 1.0)
-    t = np.minimum(np.maximum((b * s + f) / (length2_squared + _TINY), 0.0), 1.0)
-    s = np.minimum(np.maximum((b * t - c) / (length1_squared + _TINY), 0.0), 1.0)
-    gap = offset + s * direction1 - t * direction2
-    return np.sqrt((gap * gap).sum(axis=0))
-
-
 def segment_box(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
@@ -132,31 +108,6 @@ def _box_candidates(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray
     outside = np.sqrt(np.einsum('...i,...i->...', excess, excess))
     depth = np.max(np.abs(points) - half, axis=-1)
     return np.where(outside > 0.0, outside, np.minimum(depth, 0.0)), points, on_box
-
-
-def segment_box_distance(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray
-                         ) -> np.ndarray:
-    """Return segment_box's distances only (...,), without finding the points."""
-    return _box_candidates(start, end, half_sizes)[0].min(axis=-1)
-
-
-def segment_box_bounds(start: np.ndarray, end: np.ndarray, half_sizes: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """
-    Return cheap lower and upper bounds (...,) of segment-box distances, box frame.
-
-    Lower: the largest gap between the segment's and the box's extents along a box axis (a
-    separating axis); upper: the exact distance from the nearer of the segment's ends.
-    They meet, to rounding, where the closest point is an end over a face, the common
-    case; a lower bound of 0 says nothing (the segment may enter the box).
-    """
-    gaps = np.maximum(np.minimum(start, end) - half_sizes, -half_sizes - np.maximum(start, end))
-    lower = np.maximum(gaps.max(axis=-1), 0.0)
-    start_excess = np.maximum(np.abs(start) - half_sizes, 0.0)
-    end_excess = np.maximum(np.abs(end) - half_sizes, 0.0)
-    upper = np.sqrt(np.minimum((start_excess * start_excess).sum(axis=-1),
-                               (end_excess * end_excess).sum(axis=-1)))
-    return lower, upper
 
 
 def _nearest_face(point: np.ndarray, half_sizes: np.ndarray) -> np.ndarray:

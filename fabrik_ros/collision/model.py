@@ -30,10 +30,9 @@ from __future__ import annotations
 from typing import Callable, Iterable, NamedTuple, Sequence
 import xml.etree.ElementTree as ElementTree
 
-from fabrik_ros.collision.distance import (segment_box, segment_box_bounds,
-                                           segment_box_distance, segment_distances,
-                                           segment_segment, segment_slab)
-from fabrik_ros.collision.shapes import Obstacle, Scene
+from fabrik_ros.collision.distance import segment_box, segment_segment, segment_slab
+from fabrik_ros.collision.nearest import CheckRows, nearest
+from fabrik_ros.collision.shapes import Box, Cylinder, Obstacle, Scene
 import numpy as np
 
 SAMPLES = 2000          # random configurations that sort the pairs
@@ -77,20 +76,20 @@ class CollisionModel:
         self.names = [body.name for body in self.bodies]
         pairs = np.array(sorted(set(pairs)), dtype=int).reshape(-1, 2)
         self.pairs = pairs
-        self._frames = np.array([body.frame for body in self.bodies], dtype=int)
+        self.body_frames = np.array([body.frame for body in self.bodies], dtype=int)
         ends = np.ones((len(self.bodies), 4, 2))
         for row, body in enumerate(self.bodies):
             ends[row, :3, 0], ends[row, :3, 1] = body.start, body.end
-        self._ends = ends
+        self.local_ends = ends
         self.lengths_squared = np.sum((ends[:, :3, 1] - ends[:, :3, 0]) ** 2, axis=1)
         self.radii = np.array([body.radius for body in self.bodies])
         self._pair_radii = self.radii[pairs[:, 0]] + self.radii[pairs[:, 1]]
         # Bodies on the base frame never move: no configuration changes their distance to
         # an obstacle (a table the base stands on touches it always), so only the moving
         # bodies are checked against obstacles.
-        self.moving = np.flatnonzero(self._frames > 0)
+        self.moving = np.flatnonzero(self.body_frames > 0)
         self.described = False  # from a URDF's <collision> geometry (see build)
-        self._last_rows: tuple[Scene, _Rows] | None = None
+        self._last_rows: tuple[Scene, CheckRows] | None = None
         self._last_scene: tuple[tuple[int, ...], Scene] | None = None
 
     @property
@@ -100,7 +99,7 @@ class CollisionModel:
 
     def segments(self, world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return each body's segment ends (b, 3) and (b, 3) in the base frame from FK frames."""
-        placed = world[self._frames, :3] @ self._ends
+        placed = world[self.body_frames, :3] @ self.local_ends
         return placed[:, :, 0], placed[:, :, 1]
 
     def pair_distances(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
@@ -145,11 +144,8 @@ class CollisionModel:
         """
         Return the smallest checked distance at FK frames `world` (metres), the hot check.
 
-        Equal to clearance(...).distance, with less work: a box row is refined only where
-        its cheap bounds (distance.segment_box_bounds) neither agree nor rule it out
-        against the other rows' minimum; then, with a separating axis, its distance is the
-        nearer of its ends' and the box edges' (the closest point of a face to a segment
-        that misses the box is at an end of it or over an edge), else segment_box's.
+        Equal to clearance(...).distance to rounding, with less work: every pair in the
+        same few batched operations, no closest points (fabrik_ros.collision.nearest).
         """
         return self.nearest(world, scene)[0]
 
@@ -172,73 +168,7 @@ class CollisionModel:
         (inf, -1, -1) with nothing to check.
         """
         scene = self.scene(scene)
-        rows = self._rows(scene)
-        placed = world[self._frames, :3] @ self._ends                  # (b, 3, 2)
-        starts, ends = placed[:, :, 0], placed[:, :, 1]
-        best = (float('inf'), -1, -1)
-        if len(rows.first):
-            all_starts = np.concatenate((starts.T, rows.round_starts), axis=1)   # (3, b + r)
-            all_directions = np.concatenate(((ends - starts).T, rows.round_directions),
-                                            axis=1)
-            distance = segment_distances(      # take: cheaper than fancy indexing
-                all_starts.take(rows.first, axis=1), all_directions.take(rows.first, axis=1),
-                rows.first_squared, all_starts.take(rows.second, axis=1),
-                all_directions.take(rows.second, axis=1), rows.second_squared) - rows.radii
-            if len(scene.cylinder_rows):
-                moving = self.moving
-                z_start = starts[moving] @ scene.cylinder_axes.T - rows.cylinder_offsets
-                z_end = ends[moving] @ scene.cylinder_axes.T - rows.cylinder_offsets
-                slab = np.maximum(np.maximum(np.minimum(z_start, z_end),
-                                             -np.maximum(z_start, z_end))
-                                  - scene.cylinder_half_lengths, 0.0) - self.radii[moving, None]
-                distance[rows.cylinder_rows] = np.maximum(distance[rows.cylinder_rows],
-                                                          slab.ravel())
-            row = int(distance.argmin())
-            best = (float(distance[row]), int(rows.first[row]), int(rows.second_body[row]))
-        if not len(scene.box_index):
-            return best
-        return self._nearest_box(starts[self.moving], ends[self.moving], rows, best)
-
-    def _nearest_box(self, starts: np.ndarray, ends: np.ndarray, rows: _Rows,
-                     best: tuple[float, int, int]) -> tuple[float, int, int]:
-        """Return best or a nearer moving body-box row (see min_distance), as nearest does."""
-        moving, radii = self.moving, self.radii[self.moving]
-        local_start = starts @ rows.box_rotations + rows.box_translations   # (k, b, 3)
-        local_end = ends @ rows.box_rotations + rows.box_translations
-        lower, upper = segment_box_bounds(local_start, local_end, rows.half_sizes)
-        lower = np.where(lower > 0.0, lower - radii, -np.inf)
-        upper = upper - radii
-        if not upper.size:
-            return best
-        box, body = np.unravel_index(int(upper.argmin()), upper.shape)
-        if upper[box, body] < best[0]:
-            best = (float(upper[box, body]), int(moving[body]), int(rows.box_second[box]))
-        open_rows = (lower < best[0]) & (upper > lower + 1e-12)
-        if not open_rows.any():
-            return best
-        radii = np.broadcast_to(radii, lower.shape)
-        apart = open_rows & (lower > -np.inf)       # a separating axis: the edges decide
-        candidates = []
-        if apart.any():
-            box = rows.box_of_row[apart]
-            edges = segment_distances(
-                *_repeat_segments(local_start[apart], local_end[apart], len(_EDGE_SIGNS)),
-                rows.edge_starts[box].reshape(-1, 3).T,
-                rows.edge_directions[box].reshape(-1, 3).T,
-                rows.edge_squared[box].ravel()).reshape(len(box), -1).min(axis=1)
-            candidates.append((edges - radii[apart], apart))
-        touching = open_rows & (lower == -np.inf)
-        if touching.any():
-            half_sizes = np.broadcast_to(rows.half_sizes, local_start.shape)[touching]
-            exact = segment_box_distance(local_start[touching], local_end[touching],
-                                         half_sizes) - radii[touching]
-            candidates.append((exact, touching))
-        for values, mask in candidates:
-            row = int(values.argmin())
-            if values[row] < best[0]:
-                box, body = (index[row] for index in np.nonzero(mask))
-                best = (float(values[row]), int(moving[body]), int(rows.box_second[box]))
-        return best
+        return nearest(self, self._rows(scene), world)
 
     def scene(self, obstacles: Scene | Sequence[Obstacle]) -> Scene:
         """
@@ -254,79 +184,67 @@ class CollisionModel:
             cached = self._last_scene = (key, Scene(obstacles))
         return cached[1]
 
-    def _rows(self, scene: Scene) -> _Rows:
+    def _rows(self, scene: Scene) -> CheckRows:
         """Return the index arrays of the rows against `scene`, kept for the last scene."""
         cached = self._last_rows            # one read: other threads may replace it
         if cached is None or cached[0] is not scene:
-            cached = self._last_rows = (scene, _Rows(self, scene))
+            cached = self._last_rows = (scene, CheckRows(self, scene))
         return cached[1]
 
     def clearance(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
                   ) -> Clearance:
-        """Return the smallest checked distance at FK frames `world`, naming the pair."""
+        """
+        Return the smallest checked distance at FK frames `world`, naming the pair.
+
+        The distance is min_distance's; the closest points are found for that pair only.
+        """
         scene = self.scene(scene)
-        pairs = self.pair_distances(world, scene)
-        if not len(pairs.distances):
+        distance, first, second = self.nearest(world, scene)
+        if first < 0:
             return Clearance(float('inf'), ('', ''), np.full((2, 3), np.nan))
-        row = int(np.argmin(pairs.distances))
-        other = (self.names[pairs.second[row]] if row < pairs.self_pairs
-                 else scene.name(int(pairs.second[row])))
-        return Clearance(float(pairs.distances[row]), (self.names[pairs.first[row]], other),
-                         np.stack([pairs.points_first[row], pairs.points_second[row]]))
+        starts, ends = self.segments(world)
+        bodies = len(self.bodies)
+        if second < bodies:
+            _, on_first, on_second = segment_segment(starts[[first]], ends[[first]],
+                                                     starts[[second]], ends[[second]])
+            radius_second, other = self.radii[second], self.names[second]
+        else:
+            on_first, on_second, radius_second = _obstacle_points(
+                scene, second - bodies, starts[[first]], ends[[first]])
+            other = scene.name(second - bodies)
+        points = _surfaces(on_first, on_second, self.radii[[first]],
+                           np.array([radius_second]))
+        return Clearance(distance, (self.names[first], other), np.concatenate(points))
 
 
-_EDGE_AXES = np.repeat(np.eye(3), 4, axis=0)                        # (12, 3)
-_EDGE_SIGNS = np.array([[-1.0 if k == axis else (u if k == (axis + 1) % 3 else v)
-                         for k in range(3)]
-                        for axis in range(3) for u in (-1.0, 1.0) for v in (-1.0, 1.0)])
+def _obstacle_points(scene: Scene, index: int, start: np.ndarray, end: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Return the closest points (1, 3) of a segment to obstacle `index`, and its radius."""
+    obstacle = scene.obstacles[index]
+    if isinstance(obstacle, Box):
+        row = int(np.flatnonzero(scene.box_index == index)[0])
+        _, point, surface = _boxes(_one_box(scene, row), start, end)
+        return point, surface, 0.0
+    row = int(np.flatnonzero(scene.round_index == index)[0])
+    axis, on_first, on_second = segment_segment(start, end, scene.round_starts[[row]],
+                                                scene.round_ends[[row]])
+    if isinstance(obstacle, Cylinder):
+        slab, point, face = segment_slab(start, end, obstacle.pose[None, :3, 3],
+                                         obstacle.pose[None, :3, 2],
+                                         np.array([obstacle.length / 2.0]))
+        if slab[0] > axis[0] - obstacle.radius:
+            return point, face, 0.0
+    return on_first, on_second, obstacle.radius
 
 
-def _repeat_segments(start: np.ndarray, end: np.ndarray, times: int
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return (m, 3) segments each repeated `times`, as segment_distances' rows."""
-    direction = end - start
-    squared = np.einsum('ij,ij->i', direction, direction)
-    return (np.repeat(start, times, axis=0).T, np.repeat(direction, times, axis=0).T,
-            np.repeat(squared, times))
-
-
-class _Rows:
-    """The gathers of min_distance against one scene: self rows, then body-round rows."""
-
-    def __init__(self, model: CollisionModel, scene: Scene) -> None:
-        """Index segments stacked as [bodies, round obstacles]; boxes as (k, 1, ...) frames."""
-        bodies, moving = len(model.bodies), len(model.moving)
-        self.rounds = len(scene.round_index)
-        body_rows = np.repeat(model.moving, self.rounds)
-        round_rows = np.tile(np.arange(self.rounds), moving)
-        self.first = np.concatenate([model.pairs[:, 0], body_rows])
-        self.second = np.concatenate([model.pairs[:, 1], bodies + round_rows])
-        self.radii = np.concatenate([model.radii[model.pairs[:, 1]] + model.radii[
-            model.pairs[:, 0]], model.radii[body_rows] + scene.round_radii[round_rows]])
-        self.round_starts = scene.round_starts.T.copy()
-        self.round_directions = (scene.round_ends - scene.round_starts).T.copy()
-        squared = np.concatenate([model.lengths_squared,
-                                  np.sum(self.round_directions ** 2, axis=0)])
-        # The other of each row as nearest names it: a body, or bodies + obstacle index.
-        self.second_body = np.concatenate([model.pairs[:, 1],
-                                           bodies + scene.round_index[round_rows]])
-        self.box_second = bodies + scene.box_index
-        self.first_squared = squared[self.first]
-        self.second_squared = squared[self.second]
-        self.cylinder_rows = (len(model.pairs) + np.arange(moving)[:, None] * self.rounds
-                              + scene.cylinder_rows).ravel()
-        self.cylinder_offsets = np.einsum('ij,ij->i', scene.cylinder_centres,
-                                          scene.cylinder_axes)
-        # x_local = R^T (x - t): as row vectors x @ R + (-t @ R), one matmul per box.
-        self.box_rotations = scene.box_rotations
-        self.box_translations = -np.einsum('ki,kij->kj', scene.box_translations,
-                                           scene.box_rotations)[:, None, :]
-        self.half_sizes = scene.half_sizes[:, None, :]
-        self.box_of_row = np.repeat(np.arange(len(scene.box_index)), moving).reshape(-1, moving)
-        # Each box's 12 edges in its frame: 4 along each axis, from the -h end.
-        self.edge_starts = _EDGE_SIGNS * scene.half_sizes[:, None, :]          # (k, 12, 3)
-        self.edge_directions = _EDGE_AXES * (2.0 * scene.half_sizes[:, None, :])
-        self.edge_squared = np.sum(self.edge_directions ** 2, axis=2)
+def _one_box(scene: Scene, row: int) -> Scene:
+    """Return a scene of box `row` of scene alone (its arrays, for _boxes)."""
+    box = Scene.__new__(Scene)
+    box.box_inverse = scene.box_inverse[row:row + 1]
+    box.box_rotations = scene.box_rotations[row:row + 1]
+    box.box_translations = scene.box_translations[row:row + 1]
+    box.half_sizes = scene.half_sizes[row:row + 1]
+    return box
 
 
 def _raise_to_end_planes(scene: Scene, starts: np.ndarray, ends: np.ndarray, offset: int,
