@@ -61,7 +61,7 @@ folder removed at the end (a node that fails has its last lines printed), or to
 """
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 import json
 import os
@@ -320,6 +320,30 @@ def stop_all(children: list[NodeProcess]) -> bool:
     return healthy
 
 
+def run_steps(steps: Callable[[], None], node: Node, children: list[NodeProcess]) -> int:
+    """
+    Run a demo's steps, then stop its node, rclpy and the children; return the exit code.
+
+    0, 1 when a step failed (RuntimeError, said in one line) or a child did not stop,
+    130 on Ctrl-C.
+    """
+    exit_code = 0
+    try:
+        steps()
+    except RuntimeError as error:
+        print(f'demo failed: {error}', file=sys.stderr)
+        exit_code = 1
+    except KeyboardInterrupt:
+        exit_code = 130
+    finally:
+        node.destroy_node()
+        if rclpy.ok():  # rclpy.try_shutdown() is newer than Humble
+            rclpy.shutdown()
+        if not stop_all(children):
+            exit_code = exit_code or 1
+    return exit_code
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the demo with the nodes' logs in --log-dir, or in a folder removed afterwards."""
     if args.log_dir:
@@ -359,23 +383,13 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     # Ctrl-C stays a KeyboardInterrupt: the demo stops its nodes and prints the summary.
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     demo = DemoNode(chain, plan, Recording() if args.record else None)
-    exit_code = 0
-    try:
+
+    def steps() -> None:
         print(f'nodes up after {demo.wait_for_nodes(children):.1f} s; approaching the path',
               flush=True)
         demo.approach()
         demo.drive(children)
-    except RuntimeError as error:
-        print(f'demo failed: {error}', file=sys.stderr)
-        exit_code = 1
-    except KeyboardInterrupt:
-        exit_code = 130
-    finally:
-        demo.destroy_node()
-        if rclpy.ok():  # rclpy.try_shutdown() is newer than Humble
-            rclpy.shutdown()
-        if not stop_all(children):
-            exit_code = exit_code or 1
+    exit_code = run_steps(steps, demo, children)
     summary = {**demo.tracker.summary(plan), 'config': str(config), 'exit_code': exit_code}
     print(format_summary(summary), flush=True)
     if args.summary_json:
@@ -399,23 +413,13 @@ def run_jog(args: argparse.Namespace, chain: Chain, config: Path, log_dir: Path)
     velocity = np.where(np.isfinite(chain.max_velocity), chain.max_velocity, 2.0)
     stick = JoystickNode(chain, velocity)
     alive = lambda: all(child.running() for child in children)  # noqa: E731
-    exit_code = 0
-    try:
+
+    def steps() -> None:
         stick.wait_for_node(alive, STARTUP_TIMEOUT)
         print('nodes up; joint-jogging to the ready pose, then the stick', flush=True)
         stick.go_ready()
         stick.play(alive)
-    except RuntimeError as error:
-        print(f'demo failed: {error}', file=sys.stderr)
-        exit_code = 1
-    except KeyboardInterrupt:
-        exit_code = 130
-    finally:
-        stick.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-        if not stop_all(children):
-            exit_code = exit_code or 1
+    exit_code = run_steps(steps, stick, children)
     summary = {'mode': 'jog', 'config': str(config), 'exit_code': exit_code,
                'jog': stick.score.summary()}
     print(f'summary (jog, {config.name}, {stick.script.duration:.1f} s)\n'

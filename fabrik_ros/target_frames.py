@@ -24,6 +24,7 @@ through tf2, where tf2_ros is installed.
 from fabrik_ros.chain import rotation_from_quaternion
 from fabrik_ros.controller import Target
 from fabrik_ros.messages import TargetError, transform_orientation, transform_point
+from geometry_msgs.msg import TransformStamped
 import numpy as np
 from rclpy.node import Node
 from rclpy.time import Time
@@ -58,14 +59,7 @@ class TargetFrames:
             return target
         if self.free and frame_id == self.base_link:
             return Target(target.position + body, target.orientation)
-        if self._buffer is None:
-            raise TargetError(f"frame '{frame_id}' is not the target frame '{self.frame}' and "
-                              'tf2_ros is not installed to transform it')
-        try:
-            transform = self._buffer.lookup_transform(self.frame, frame_id, Time())
-        except TransformException as error:
-            raise TargetError(f"no transform from '{frame_id}' to '{self.frame}': "
-                              f'{error}') from None
+        transform = self._lookup(self.frame, frame_id, f"the target frame '{self.frame}'")
         translation, rotation = transform.transform.translation, transform.transform.rotation
         turn = np.array([rotation.x, rotation.y, rotation.z, rotation.w])
         return Target(
@@ -74,6 +68,16 @@ class TargetFrames:
             None if target.orientation is None
             else transform_orientation(turn, target.orientation))
 
+    def _lookup(self, target: str, source: str, known: str) -> TransformStamped:
+        """Return tf2's latest transform from `source` to `target`; TargetError if none."""
+        if self._buffer is None:
+            raise TargetError(f"frame '{source}' is not {known} and tf2_ros is not installed "
+                              'to transform it')
+        try:
+            return self._buffer.lookup_transform(target, source, Time())
+        except TransformException as error:
+            raise TargetError(f"no transform from '{source}' to '{target}': {error}") from None
+
     def rotation_to_base(self, frame_id: str) -> np.ndarray:
         """
         Return the (3, 3) rotation from `frame_id`'s axes to the base link's, through tf2.
@@ -81,14 +85,7 @@ class TargetFrames:
         For vectors such as a twist's. Raises TargetError naming the frame when there is no
         way to look it up.
         """
-        if self._buffer is None:
-            raise TargetError(f"frame '{frame_id}' is not the base or a tool frame and "
-                              'tf2_ros is not installed to transform it')
-        try:
-            transform = self._buffer.lookup_transform(self.base_link, frame_id, Time())
-        except TransformException as error:
-            raise TargetError(f"no transform from '{frame_id}' to '{self.base_link}': "
-                              f'{error}') from None
+        transform = self._lookup(self.base_link, frame_id, 'the base or a tool frame')
         turn = transform.transform.rotation
         quaternion = np.array([turn.x, turn.y, turn.z, turn.w])
         norm = float(np.linalg.norm(quaternion))
