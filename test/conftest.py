@@ -120,3 +120,21 @@ def ros_context() -> Iterator[Any]:
         yield context
     finally:
         context.try_shutdown()
+
+
+@pytest.fixture
+def make_node(ros_context: Any) -> Iterator[Callable[..., Any]]:
+    """Build nodes (IkNode unless told) in this process with parameter overrides."""
+    from fabrik_ros.ik_node import IkNode
+    from rclpy.parameter import Parameter
+    nodes = []
+
+    def make(node_type: type = IkNode, namespace: str = '', **parameters: Any) -> Any:
+        node = node_type(context=ros_context, namespace=namespace, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()])
+        nodes.append(node)
+        return node
+
+    yield make
+    for node in nodes:
+        node.destroy_node()

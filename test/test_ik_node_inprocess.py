@@ -25,7 +25,6 @@ description loader, off the thread of the commands. A free root publishes the bo
 targets in the odometry frame; per-effector weights are parameters.
 """
 
-from collections.abc import Iterator
 from pathlib import Path
 import re
 import threading
@@ -48,22 +47,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ARM_URDF = (REPO_ROOT / 'urdf' / 'arm.urdf').read_text()
 ARM_TOPIC = {'base_link': 'base_link', 'tip_links': ['tool0']}  # chain from the topic
 ARM_FILE = {'robot_description_file': 'urdf/arm.urdf', **ARM_TOPIC}
-
-
-@pytest.fixture
-def make_node(ros_context: Any) -> Iterator:
-    """Build nodes in this process with parameter overrides; destroy them at teardown."""
-    nodes = []
-
-    def make(node_type: type = IkNode, namespace: str = '', **parameters: Any):
-        node = node_type(context=ros_context, namespace=namespace, parameter_overrides=[
-            Parameter(name, value=value) for name, value in parameters.items()])
-        nodes.append(node)
-        return node
-
-    yield make
-    for node in nodes:
-        node.destroy_node()
 
 
 def limits(node: IkNode) -> dict[str, float]:

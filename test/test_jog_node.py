@@ -67,22 +67,6 @@ def clock_fixture(monkeypatch) -> Clock:
     return clock
 
 
-@pytest.fixture(name='make_node')
-def make_node_fixture(ros_context: Any):
-    """Build IK nodes in this process with parameter overrides; destroy them at teardown."""
-    nodes = []
-
-    def make(**parameters: Any) -> IkNode:
-        node = IkNode(context=ros_context, parameter_overrides=[
-            Parameter(name, value=value) for name, value in parameters.items()])
-        nodes.append(node)
-        return node
-
-    yield make
-    for node in nodes:
-        node.destroy_node()
-
-
 def ready_arm(make_node, **parameters: Any) -> tuple[IkNode, list, list]:
     """Return an arm node commanding READY, and the lists its commands and statuses go to."""
     node = make_node(**{**ARM, **parameters})
