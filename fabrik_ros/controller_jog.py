@@ -58,7 +58,7 @@ class JogInput:
         """Start without jogging; its command period is the stream's, not the settings'."""
         self._controller = controller
         self.settings = settings
-        self.jogger: Jogger | None = None  # the session's, built when jogging starts
+        self.jogger: Jogger | None = None  # this jogging's, built when it starts
         self.status = JogStatus.NO_WARNING  # of the last tick
         self.source = ''  # 'twist' or 'joint' while jogging, '' otherwise
         self.refused = 0
@@ -88,7 +88,7 @@ class JogInput:
             reason = f'unknown effector {effector}; the chain has {len(chain.effectors)}'
         if reason:
             return self._refuse(reason)
-        jogger = self._session()
+        jogger = self._current_jogger()
         try:
             jogger.on_twist(twist, now, frame, chain.effector_names[effector])
         except ValueError as error:
@@ -102,7 +102,7 @@ class JogInput:
         reason = self._refusal(now, age)
         if reason:
             return self._refuse(reason)
-        jogger = self._session()
+        jogger = self._current_jogger()
         try:
             jogger.on_joint_jog(velocities, now)
         except ValueError as error:
@@ -156,7 +156,7 @@ class JogInput:
         self.refused += 1
         return self._controller.refuse('jog', reason)
 
-    def _session(self) -> Jogger:
+    def _current_jogger(self) -> Jogger:
         """Return the jogging's jogger, or a new one at the stream's state (not yet used)."""
         if self.jogger is not None:
             return self.jogger
