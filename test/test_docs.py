@@ -38,6 +38,7 @@ from fabrik_ros.config import chain_from_parameters, CHAIN_PARAMETERS, load_conf
 from fabrik_ros.demo import parse_args as demo_arguments
 from fabrik_ros.ik_parameters import NODE_PARAMETERS
 from fabrik_ros.node_process import NodeProcess
+from fabrik_ros.scene import SCENE_PREFIX
 from fabrik_ros.sim_arm import SIM_PARAMETERS
 import pytest
 import yaml
@@ -131,7 +132,7 @@ def declared(name: str) -> bool:
     """Tell whether a node declares parameter `name` (fixed ones, or per chain)."""
     return (name in NODE_PARAMETERS or name in CHAIN_PARAMETERS or name in SIM_PARAMETERS
             or name == 'sim.initial_positions' or name == 'command_joints'
-            or name.startswith(('joint_limits.', 'effector_weights.')))
+            or name.startswith(('joint_limits.', 'effector_weights.', SCENE_PREFIX)))
 
 
 def check_ros_args(words: list[str], where: str, installed: bool) -> None:
