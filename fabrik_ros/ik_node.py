@@ -365,8 +365,10 @@ class IkNode(Node):
         controller = self._controller
         if (controller is not None and controller.stream.position is not None
                 and self._marker_pub.get_subscription_count() > 0):
-            self._marker_pub.publish(controller_markers(
-                controller, self._paths, self._frames.frame, self.get_clock().now().to_msg()))
+            stamp, frame = self.get_clock().now().to_msg(), self._frames.frame
+            markers = controller_markers(controller, self._paths, frame, stamp)
+            markers.markers += self._obstacles.markers(frame, stamp)  # as the solves see them
+            self._marker_pub.publish(markers)
 
     def _publish_diagnostics(self) -> None:
         status = (Status('WARN', 'waiting for robot_description', {})

@@ -71,6 +71,11 @@ NODE_PARAMETERS = {
     'self_collision': (True, descriptor(
         'Keep the links apart from each other where the description gives them collision '
         'geometry; false: check obstacles only')),
+    # An empty list has no element type for rclpy to infer: the names are checked instead.
+    'obstacles': ([], ParameterDescriptor(
+        description='Names of static obstacles, each described by obstacle.<name>.* (type '
+        'box, sphere or cylinder; size, radius, length; pose; frame_id): kept clear of '
+        'with those of ~/obstacles', read_only=True, dynamic_typing=True)),
     'collision_margin': (0.01, descriptor(
         'Distance every checked pair (links, obstacles) keeps in a reached answer, metres',
         float_range=(0.0, 1.0))),
@@ -254,18 +259,25 @@ def chain_dependent(name: str) -> bool:
 
 
 def user_set_chain_parameters(node: Node) -> dict[str, object]:
+    """Return the chain-dependent parameters the user set at start-up (params file, -p)."""
+    return {name: value for name, value in parameter_overrides(node, '').items()
+            if chain_dependent(name)}
+
+
+def parameter_overrides(node: Node, prefix: str) -> dict[str, object]:
     """
-    Return the chain-dependent parameters the user set at start-up (params file, -p).
+    Return the parameters named `prefix`... the user set at start-up, declared or not.
 
     rclpy has no public way to read overrides of parameters that are not declared yet
     (Humble through Rolling: only declare_parameter consults them, and
     automatically_declare_parameters_from_overrides declares every override untyped).
-    These names depend on the chain, which may come later from robot_description, and a
-    misspelled one must be refused by name; so this reads Node._parameter_overrides, the
-    dict every rclpy since Foxy fills in Node.__init__. Kept to this one place.
+    Per-chain names may come later from robot_description, and the scene's obstacle.*
+    names from its list; a misspelled one must be refused by name, so this reads
+    Node._parameter_overrides, the dict every rclpy since Foxy fills in Node.__init__.
+    Kept to this one place.
     """
     return {name: override.value for name, override in node._parameter_overrides.items()
-            if chain_dependent(name)}
+            if name.startswith(prefix)}
 
 
 def setting_values(model: Chain, current: Mapping[str, object],
