@@ -33,9 +33,11 @@ and `markers` draws them as the node holds them, for ~/markers.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Callable
 
 from builtin_interfaces.msg import Time
+from fabrik_ros.chain import ChainError
 from fabrik_ros.collision import Box, Cylinder, Obstacle, Sphere
 from fabrik_ros.controller import IkController, Target
 from fabrik_ros.ik_parameters import parameter_overrides
@@ -127,8 +129,14 @@ class NodeObstacles:
 
     def apply(self, controller: IkController | None) -> None:
         """Hand the obstacles to controller (a new one: after a model change)."""
-        if controller is not None:
-            controller.set_obstacles(self.held())
+        if controller is None:
+            return
+        held = self.held()
+        if held:  # its collision model (pair sorting: up to a second) now, not in a solve
+            chain = controller.settings.chain
+            with suppress(ChainError):  # unreadable geometry: the solver says why
+                chain.clearance(chain.neutral())
+        controller.set_obstacles(held)
 
     def markers(self, frame_id: str, stamp: Time) -> list[Marker]:
         """Return the obstacles held as markers in `frame_id` (the controller's frame)."""
