@@ -16,8 +16,9 @@
 The main job: IK node + simulated arm + moving targets, a live view and a summary.
 
 Run it from the repository (or anywhere once the package is installed):
-    python3 -m fabrik_ros.demo                      # one arm: a figure eight, the tool turning
-                                                    # on it, then out of reach
+    python3 -m fabrik_ros.demo                      # one arm: a figure eight behind a pillar,
+                                                    # the tool turning on it, then out of reach
+    python3 -m fabrik_ros.demo --no-scene           # ... with neither table nor pillar
     python3 -m fabrik_ros.demo --mode double        # two arms on one torso
     python3 -m fabrik_ros.demo --mode spider        # six legs stepping in a tripod gait
     python3 -m fabrik_ros.demo --mode spider --free-body  # ... walking; its body slides
@@ -38,7 +39,15 @@ tree), computes the measured tips with forward kinematics and reports:
 - arm error: distance of the measured tip from the current target; it lags a moving
   target by what the arm's velocity limits and the loop delay allow, and goes to zero
   when the target holds still;
-- out of reach: the remaining distance, measured and as the node reports it.
+- out of reach: the remaining distance, measured and as the node reports it;
+- joints: the largest step of a joint between two commands on the path (a flip to another
+  branch would show), commands past a joint limit;
+- the scene (single mode, config/overlays/scene.yaml, which both nodes get too): a table
+  under the figure eight and a pillar between the arm and it, where the arm without the
+  scene would put its upper arm; the smallest clearance of the commands and of the measured
+  arm over the run, and whether it went below the node's collision_margin. The simulated
+  arm starts on the pillar's far side, and the node from where it is measured
+  (feedback_topic joint_states): the motion between two commands is not checked.
 
 With ``--free-body`` the node runs with ``root: free``: the targets (in ``odom``) drift
 along +x while the feet step, the body follows, and at the end the first effector's target
@@ -76,7 +85,9 @@ from fabrik_ros.config import chain_from_parameters, load_config, package_share_
 from fabrik_ros.demo_jog import format_jog_summary, JOG_ACCELERATION, JOG_RATE, plot
 from fabrik_ros.demo_joystick import JoystickNode
 from fabrik_ros.demo_plan import (format_summary, MODES, OUT_OF_REACH_TIME, REACHED_M,
-                                  REACHED_RAD, SETTLE_TIME, TargetPlan, Tracker)
+                                  REACHED_RAD, ready_pose, SETTLE_TIME, TargetPlan, Tracker)
+from fabrik_ros.demo_scene import ClearanceScore, DemoScene, SCENES
+from fabrik_ros.ik import IkSolver
 from fabrik_ros.node_process import NodeProcess
 from geometry_msgs.msg import PoseStamped
 import numpy as np
@@ -122,14 +133,19 @@ class Recording:
     orientations: list[np.ndarray | None] = field(default_factory=list)
     phase: list[int] = field(default_factory=list)
     body: list[np.ndarray] = field(default_factory=list)  # free body in odom, metres
+    clearance: list[float] = field(default_factory=list)  # metres to the scene, NaN: none
 
-    def save(self, path: Path, chain: Chain, plan: TargetPlan) -> None:
+    def save(self, path: Path, chain: Chain, plan: TargetPlan,
+             scene: DemoScene | None = None) -> None:
         """
         Write joint points, tips, tool frames and body over time (target frame, metres).
 
-        target_rotations (k, m, 3, 3) are NaN where the targets had no orientation.
+        target_rotations (k, m, 3, 3) are NaN where the targets had no orientation. With a
+        scene: its obstacles, the measured clearance, and the posture a solve without the
+        scene gives the last moving target (from the neutral pose).
         """
         body = np.array(self.body)
+        extra = {} if scene is None else scene_arrays(chain, scene, self)
         unoriented = np.full((len(chain.effectors), 3, 3), np.nan)
         np.savez_compressed(
             path, mode=plan.mode, period=plan.period, t=np.array(self.t), q=np.array(self.q),
@@ -143,7 +159,26 @@ class Recording:
                                        for o in self.orientations]),
             joint_parents=np.array([j.parent for j in chain.joints]),
             effector_parents=np.array([e.parent for e in chain.effectors]),
-            phase_names=np.array(TargetPlan.PHASE_NAMES))
+            phase_names=np.array(TargetPlan.PHASE_NAMES), **extra)
+
+
+def scene_arrays(chain: Chain, scene: DemoScene, recording: Recording) -> dict:
+    """Return a recording's scene: obstacles, clearance, and the posture without them."""
+    moving = [i for i, phase in enumerate(recording.phase) if phase == 0]
+    index = moving[-1] if moving else len(recording.q) - 1
+    orientation = recording.orientations[index]
+    unchecked = IkSolver(chain).solve(
+        recording.targets[index][0], seed=chain.neutral(),
+        orientation=None if orientation is None else quaternion_from_rotation(orientation[0]))
+    poses = [obstacle.pose for obstacle in scene.obstacles]
+    return {'obstacle_names': np.array(scene.names), 'obstacle_kinds': np.array(scene.kinds()),
+            'obstacle_scales': scene.scales(),
+            'obstacle_poses': np.array(poses).reshape(-1, 4, 4),
+            'clearance': np.array(recording.clearance), 'margin': scene.margin,
+            'unchecked_index': index,
+            'unchecked_joint_positions': chain.joint_positions(unchecked.q),
+            'unchecked_effector_positions': chain.effector_positions(unchecked.q),
+            'unchecked_clearance': chain.clearance(unchecked.q, scene.obstacles)}
 
 
 def _remember(recent: dict, key: object, value: object, size: int = 64) -> None:
@@ -156,11 +191,13 @@ def _remember(recent: dict, key: object, value: object, size: int = 64) -> None:
 class DemoNode(Node):
     """Publish the plan's targets; score the node's commands and the arm's measurements."""
 
-    def __init__(self, chain: Chain, plan: TargetPlan, recording: Recording | None) -> None:
+    def __init__(self, chain: Chain, plan: TargetPlan, recording: Recording | None,
+                 scene: DemoScene | None = None) -> None:
         """Wire target publishers and the joint_states/joint_commands/diagnostics inputs."""
         super().__init__('fabrik_demo')
         self.chain, self.plan, self.recording = chain, plan, recording
-        self.tracker = Tracker(chain)
+        self.tracker = Tracker(chain, clearance=None if scene is None
+                               else ClearanceScore(chain, scene))
         self.start: float | None = None  # monotonic seconds when the run's clock started
         self.phase: int | None = None  # None while approaching the path
         self._index = {name: i for i, name in enumerate(chain.joint_names)}
@@ -201,6 +238,7 @@ class DemoNode(Node):
             self.recording.orientations.append(self.tracker.recent[-1][2])
             self.recording.phase.append(self.phase)
             self.recording.body.append(self.tracker.body.copy())
+            self.recording.clearance.append(self.tracker.last_clearance)
 
     def _on_command(self, msg: JointState) -> None:
         q = self._joint_vector(msg)
@@ -273,8 +311,11 @@ class DemoNode(Node):
         while time.monotonic() - started < APPROACH_TIMEOUT:
             self.send(0.0)
             self.wait(1.0 / self.plan.rate)
+            # The node's report says it solved (an arm that starts on the path's first target
+            # is there before the node's first answer).
             if (tracker.last_arm_error < REACHED_M and tracker.last_ik_error < REACHED_M
-                    and not tracker.last_orientation_error > REACHED_RAD):
+                    and not tracker.last_orientation_error > REACHED_RAD
+                    and tracker.node_error is not None):
                 return
 
     def drive(self, children: list[NodeProcess]) -> None:
@@ -364,10 +405,18 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     if args.mode == 'jog':
         return run_jog(args, chain, config, log_dir)
     plan = TargetPlan.for_mode(chain, args.mode, args.duration, args.free_body)
+    scene = None
+    if args.mode in SCENES and not args.no_scene:
+        scene = DemoScene.load(share / 'config' / SCENES[args.mode], load_config(config))
     logs = f', node logs in {log_dir}' if args.log_dir else ''
-    print(f'fabrik_ros demo: mode {args.mode}{", free body" * args.free_body}, {config}, '
-          f'ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}{logs}', flush=True)
+    scene_text = '' if scene is None else f' + {scene.path} ({", ".join(scene.names)})'
+    print(f'fabrik_ros demo: mode {args.mode}{", free body" * args.free_body}, {config}'
+          f'{scene_text}, ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}{logs}', flush=True)
     params = ['--params-file', str(config)]
+    start = []  # where the simulated arm starts, and whether the node takes it from there
+    if scene is not None:  # both nodes, as the launch file gives them its overlays
+        params += ['--params-file', str(scene.path)]
+        start = scene_start(chain)
     root = []
     if args.free_body:
         root = ['-p', 'root:=free'] + [
@@ -377,12 +426,13 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     # node is told to solve their positions only.
     position_only = [] if plan.tool_frames is not None else ['-p', 'orientation_mode:=position']
     children = [
-        NodeProcess('ik_node', params + root + position_only, log_dir / 'ik_node.log'),
-        NodeProcess('sim_arm', params, log_dir / 'sim_arm.log'),
+        NodeProcess('ik_node', params + root + position_only + start[:2],
+                    log_dir / 'ik_node.log'),
+        NodeProcess('sim_arm', params + start[2:], log_dir / 'sim_arm.log'),
     ]
     # Ctrl-C stays a KeyboardInterrupt: the demo stops its nodes and prints the summary.
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-    demo = DemoNode(chain, plan, Recording() if args.record else None)
+    demo = DemoNode(chain, plan, Recording() if args.record else None, scene)
 
     def steps() -> None:
         print(f'nodes up after {demo.wait_for_nodes(children):.1f} s; approaching the path',
@@ -395,9 +445,21 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2))
     if args.record and demo.recording.t:
-        demo.recording.save(Path(args.record), chain, plan)
+        demo.recording.save(Path(args.record), chain, plan, scene)
         print(f'recording written to {args.record}', flush=True)
     return exit_code
+
+
+def scene_start(chain: Chain) -> list[str]:
+    """
+    Return the ik_node and sim_arm arguments (two each) that start a scene run clear.
+
+    The arm starts bent on the pillar's far side (the ready pose), not straight up, and the
+    node takes the measured state as where it starts: open loop it would command its
+    neutral pose first, and the motion between two commands is not checked yet.
+    """
+    pose = ', '.join(f'{value:.6f}' for value in ready_pose(chain))
+    return ['-p', 'feedback_topic:=joint_states', '-p', f'sim.initial_positions:=[{pose}]']
 
 
 def run_jog(args: argparse.Namespace, chain: Chain, config: Path, log_dir: Path) -> int:
@@ -444,6 +506,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         'last 40 %% of them), hold and out-of-reach (default 20)')
     parser.add_argument('--config', help="params file for both nodes (default: the mode's "
                         'config/*.yaml)')
+    parser.add_argument('--no-scene', action='store_true',
+                        help='single mode: without the table and the pillar '
+                        '(config/overlays/scene.yaml)')
     parser.add_argument('--free-body', action='store_true',
                         help='the base slides toward the targets (ik_node root: free)')
     parser.add_argument('--record', help='write the run to this .npz for fabrik_ros.render')

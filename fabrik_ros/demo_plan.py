@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fabrik_ros.chain import Chain
+from fabrik_ros.demo_scene import ClearanceScore, format_scene
 from fabrik_ros.paths import ellipse, figure_eight, pointing_sweep, rotation_angles
 import numpy as np
 
@@ -48,6 +49,8 @@ OUT_OF_REACH_FACTOR = 1.25  # out-of-reach targets lie this far beyond the longe
 RECENT = 0.25  # seconds: a command answers one of the targets sent this recently (lag)
 DRIFT_FRACTION = 0.5  # free body: targets drift this fraction of the reach bound, along +x
 FAR_FRACTION = 2.0  # free body: the far target lies this many reach bounds ahead
+ON_PATH = (0, 1, 2)  # phases whose commands follow each other closely: moving to holding
+LIMIT_SLACK = 1e-9  # radians: a command this far past a limit is rounding, not a violation
 
 
 # ---- the choreography --------------------------------------------------------------------
@@ -240,6 +243,11 @@ class Tracker:
     body: np.ndarray = field(default_factory=lambda: np.zeros(3))  # free body, odom, metres
     body_start: np.ndarray | None = None  # where the body was when the run's clock started
     last_orientation_error: float = float('nan')
+    clearance: ClearanceScore | None = None  # the scene's, where the run has one
+    last_clearance: float = float('nan')  # metres, of the last measured pose
+    largest_step: float = 0.0  # radians, one joint between two commands on the path
+    outside_limits: int = 0  # commands with a joint past its limits
+    _last_command: tuple[np.ndarray, int | None] | None = None
 
     def sent(self, targets: np.ndarray, now: float,
              orientations: np.ndarray | None = None) -> None:
@@ -258,6 +266,7 @@ class Tracker:
         latest sent while it is busy. body: a free body's pose that came with the command
         (default the latest).
         """
+        self._joints(q, phase)
         if self.target is None:
             return
         tips = self.chain.effector_positions(q) + (self.body if body is None else body)
@@ -274,8 +283,23 @@ class Tracker:
             self.ik_errors[phase].append(self.last_ik_error)
             self.orientation_errors[phase].append(self.last_orientation_error)
 
+    def _joints(self, q: np.ndarray, phase: int | None) -> None:
+        """Score a command's joints: within the limits, no jump on the path, its clearance."""
+        chain = self.chain
+        if np.any(q < chain.lower - LIMIT_SLACK) or np.any(q > chain.upper + LIMIT_SLACK):
+            self.outside_limits += 1
+        if self._last_command is not None and phase in ON_PATH \
+                and self._last_command[1] in ON_PATH:
+            self.largest_step = max(self.largest_step,
+                                    float(np.max(np.abs(q - self._last_command[0]))))
+        self._last_command = (q, phase)
+        if self.clearance is not None:
+            self.clearance.check(q, phase, 'commands')
+
     def measured(self, q: np.ndarray, phase: int | None) -> None:
-        """Score a measured pose against the current targets."""
+        """Score a measured pose against the current targets (and the scene)."""
+        if self.clearance is not None:
+            self.last_clearance = self.clearance.check(q, phase, 'measured')
         if self.target is None:
             return
         tips = self.chain.effector_positions(q) + self.body
@@ -356,7 +380,11 @@ class Tracker:
                     else round(float(np.degrees(self.node_orientation_error)), 3)),
                 'node_reached': self.node_reached,
             },
+            'joints': {'largest_step_rad': round(self.largest_step, 4),
+                       'outside_limits': self.outside_limits},
             **free_body,
+            **({} if self.clearance is None
+               else {'scene': self.clearance.summary(TargetPlan.PHASE_NAMES)}),
         }
 
 
@@ -377,6 +405,7 @@ def format_summary(summary: dict) -> str:
     orienting = summary['orienting']
     unreachable = beyond['node_reached'] is False
     body = summary.get('free_body')
+    joints = summary['joints']
     lines = [
         f'summary ({summary["mode"]}{", free body" * (body is not None)}, '
         f'{Path(summary["config"]).name}, '
@@ -416,5 +445,10 @@ def format_summary(summary: dict) -> str:
             f'  free body           travelled {value(body["travel_m"], "m")} to '
             f'{body["position_m"]} (odom); the other feet '
             f'{value(body["other_feet_max_mm"], "mm", 2)} from their targets at most']),
+        f'  joints              largest step {joints["largest_step_rad"]:.3f} rad between '
+        'commands on the path; '
+        + ('every command within the limits' if not joints['outside_limits']
+           else f'{joints["outside_limits"]} commands PAST A LIMIT'),
+        *([] if 'scene' not in summary else format_scene(summary['scene'])),
     ]
     return '\n'.join(lines)

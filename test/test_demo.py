@@ -20,7 +20,7 @@ from pathlib import Path
 import subprocess
 import sys
 
-from fabrik_ros.demo import DEFAULT_DOMAIN_ID, ros_environment
+from fabrik_ros.demo import DEFAULT_DOMAIN_ID, parse_args, ros_environment
 from fabrik_ros.demo_plan import MODES, TargetPlan
 import pytest
 from test_demo_plan import mode_chain
@@ -78,6 +78,15 @@ def test_single_mode_demo_tracks_the_figure_eight_and_reports_out_of_reach(
     assert summary['arm_error_mm']['median'] < 10.0, output
     assert summary['arm_error_holding_mm'] < 1.0, output
     assert_out_of_reach_reported(summary, output)
+    # Around the pillar, on one branch, within the limits: never closer than the margin.
+    scene = summary['scene']
+    assert scene['obstacles'] == ['table', 'pillar']
+    for kind in ('commands', 'measured', 'approach_measured'):
+        assert scene[kind]['min_m'] > scene['margin_m'], output
+    assert scene['below_margin'] == {'commands': 0, 'measured': 0}, output
+    assert '    margin            0.010 m: never below it' in output
+    assert summary['joints']['outside_limits'] == 0, output
+    assert summary['joints']['largest_step_rad'] < 0.3, output  # no flip
 
     pytest.importorskip('matplotlib', reason='matplotlib draws the pictures')
     picture = tmp_path / 'run.png'
@@ -111,6 +120,11 @@ def test_spider_free_body_slides_toward_the_far_target(tmp_path: Path) -> None:
     assert summary['arm_error_holding_mm'] < 1.0, output
     assert_out_of_reach_reported(summary, output)
     assert 'free body           travelled' in output
+
+
+def test_the_scene_can_be_left_out() -> None:
+    """--no-scene runs the single arm as before the table and the pillar."""
+    assert parse_args(['--no-scene']).no_scene and not parse_args([]).no_scene
 
 
 def test_help_names_the_command_to_type() -> None:

@@ -174,3 +174,102 @@ def test_the_summary_reads_the_scores_of_every_phase() -> None:
     assert any(line.startswith('  orienting           tool axis circling 20.1 deg off')
                for line in lines)
     assert '  out of reach        unreachable: 0.002 m remaining (node: 0.500 m)' in lines
+
+
+# ---- the single-arm demo's scene ------------------------------------------------------------
+
+def demo_scene():
+    """Return the single mode's scene as the demo loads it over the arm's config."""
+    from fabrik_ros.demo_scene import DemoScene, SCENES
+    return DemoScene.load(REPO / 'config' / SCENES['single'],
+                          load_config(REPO / 'config' / MODES['single']))
+
+
+def test_the_pillar_stands_where_the_arm_without_the_scene_would_put_its_upper_arm() -> None:
+    """
+    The scene as the demo's summary says: clear answers go around what plain ones hit.
+
+    Solved target after target as the node does, without the scene from its neutral pose
+    (open loop) the arm passes through the pillar on most of the path; with the scene from
+    the ready pose (where the demo starts it, closed loop) every answer reaches its target,
+    on one branch, clear of the table and the pillar by more than the margin.
+    """
+    from fabrik_ros.chain import quaternion_from_rotation
+    from fabrik_ros.ik import IkSolver
+    chain, scene = mode_chain('single'), demo_scene()
+    assert scene.names == ('table', 'pillar')
+    plan = TargetPlan.for_mode(chain, 'single', 20.0)
+    plain, clear = IkSolver(chain), IkSolver(chain, collision_margin=scene.margin)
+    clear.set_obstacles(scene.obstacles)
+    q_plain, q_clear = chain.neutral(), ready_pose(chain)
+    hits, clearances, steps = [], [], []
+    for t in np.arange(0.0, plan.path_time, 0.05):
+        target = plan.targets(t)[0]
+        orientation = quaternion_from_rotation(plan.orientations(t)[0])
+        q_plain = plain.solve(target, seed=q_plain, orientation=orientation).q
+        hits.append(chain.closest_pair(q_plain, scene.obstacles))
+        result = clear.solve(target, seed=q_clear, orientation=orientation)
+        assert result.reached, t
+        steps.append(np.max(np.abs(result.q - q_clear)))
+        q_clear = result.q
+        clearances.append(chain.clearance(q_clear, scene.obstacles))
+    through_pillar = [hit.distance < 0.0 and scene.label(hit.names[1]) == 'pillar'
+                      for hit in hits]
+    assert np.mean(through_pillar) > 0.9
+    assert min(clearances) > 2.0 * scene.margin
+    assert max(steps[1:]) < 0.2, 'no flip to another branch'
+
+
+def test_the_scene_score_keeps_the_smallest_clearance_and_says_when_it_went_below() -> None:
+    """Per kind and phase; the approach apart; the pair by the scene's names."""
+    from fabrik_ros.demo_scene import ClearanceScore
+    chain, scene = mode_chain('single'), demo_scene()
+    plan = TargetPlan.for_mode(chain, 'single', 20.0)
+    tracker = Tracker(chain, clearance=ClearanceScore(chain, scene))
+    ready = ready_pose(chain)
+    tracker.sent(chain.tip_position(ready)[np.newaxis], 0.0,
+                 chain.effector_poses(ready)[:, :3, :3])
+    into_pillar = chain.neutral()  # straight up, then leaning toward the pillar
+    into_pillar[:3] = [0.8, 0.35, 0.0]
+    assert chain.clearance(into_pillar, scene.obstacles) < 0.0
+    tracker.measured(into_pillar, None)  # approaching: reported apart
+    tracker.command(ready, 0)
+    tracker.measured(ready, 0)
+    summary = tracker.summary(plan)['scene']
+    assert summary['below_margin'] == {'commands': 0, 'measured': 0}
+    assert summary['commands']['min_m'] == summary['measured']['min_m'] > scene.margin
+    assert summary['approach_measured']['min_m'] < 0.0
+    assert summary['approach_measured']['pair'] == ['upper_arm', 'pillar']
+    text = format_summary({**tracker.summary(plan), 'config': 'arm.yaml', 'exit_code': 0})
+    assert '    margin            0.010 m: never below it' in text.split('\n')
+    tracker.measured(into_pillar, 1)
+    text = format_summary({**tracker.summary(plan), 'config': 'arm.yaml', 'exit_code': 0})
+    assert 'BELOW it in 0 commands, 1 measurements' in text
+
+
+def test_the_demo_scene_refuses_what_it_cannot_place(tmp_path: Path) -> None:
+    """Obstacles in another frame than the base (no tf2 in the demo), or a bad entry."""
+    from fabrik_ros.demo_scene import DemoScene
+    path = tmp_path / 'scene.yaml'
+    path.write_text('/**:\n  ros__parameters:\n    obstacles: [shelf]\n    obstacle:\n'
+                    '      shelf: {type: sphere, radius: 0.1, frame_id: world}\n')
+    with pytest.raises(ValueError, match=r"shelf.frame_id: .* 'base_link' only, got 'world'"):
+        DemoScene.load(path, {})
+    path.write_text('/**:\n  ros__parameters:\n    obstacles: [shelf]\n')
+    with pytest.raises(ValueError, match='obstacle.shelf: type must be'):
+        DemoScene.load(path, {})
+
+
+def test_commands_are_scored_for_their_limits_and_steps_on_the_path() -> None:
+    """A jump between two commands on the path shows; one past a limit is counted."""
+    chain = mode_chain('single')
+    tracker = Tracker(chain)
+    q = ready_pose(chain)
+    tracker.command(chain.neutral(), None)  # approaching: no step counted
+    tracker.command(q, 0)
+    tracker.command(q + 0.01, 1)
+    past = q.copy()
+    past[1] = chain.upper[1] + 0.1
+    tracker.command(past, 3)  # out of reach: steps not counted, limits are
+    joints = tracker.summary(TargetPlan.for_mode(chain, 'single', 20.0))['joints']
+    assert joints == {'largest_step_rad': pytest.approx(0.01), 'outside_limits': 1}

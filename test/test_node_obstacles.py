@@ -226,3 +226,9 @@ def test_markers_shown_are_what_obstacles_takes_back(kind, sizes, pose):
     (back,) = held.values()
     assert back == item.obstacle
     np.testing.assert_allclose(back.pose, item.obstacle.pose, atol=1e-9)
+
+
+def test_the_demo_scores_against_the_node_s_own_default_margin():
+    from fabrik_ros.demo_scene import DEFAULT_MARGIN, MARGIN
+    from fabrik_ros.ik_parameters import NODE_PARAMETERS
+    assert NODE_PARAMETERS[MARGIN][0] == DEFAULT_MARGIN
