@@ -32,7 +32,10 @@ the target paths (dashed) and the measured tip paths; where the tool turned ('or
 phase), its measured frame and the target frame as red/green/blue axes at a few moments.
 Right: the measured tip's distance from its target over time, per phase, and the angle
 between the measured and the target tool frames. A free body's path is drawn too (the
-chain hangs from it). Needs matplotlib (``pip install matplotlib``); no ROS.
+chain hangs from it). A run with a scene (single mode) shows its obstacles, the posture a
+solve without them gives the last moving target (dashed), and below the errors the measured
+arm's clearance over time against the node's margin. Needs matplotlib (``pip install
+matplotlib``); no ROS.
 """
 
 import argparse
@@ -57,6 +60,9 @@ TARGET_COLOUR = '#e67e22'
 TIP_COLOUR = '#27ae60'
 BODY_COLOUR = '#8e44ad'
 ANGLE_COLOUR = '#16a085'
+OBSTACLE_COLOUR = '#7f8c8d'
+UNCHECKED_COLOUR = '#95a5a6'
+SURFACE_STEPS = 24  # facets around a drawn cylinder or sphere
 
 
 def phase_mask(run: dict, name: str) -> np.ndarray:
@@ -126,6 +132,7 @@ def draw_scene(ax, run: dict) -> None:
         draw_pose(ax, run, index, CHAIN_COLOUR, 0.25 + 0.6 * rank / max(SNAPSHOTS - 1, 1))
     draw_pose(ax, run, len(phase) - 1, STRETCHED_COLOUR, 0.9)
     draw_tool_frames(ax, run)
+    corners = draw_obstacles(ax, run)
     on_path = ~phase_mask(run, 'out of reach')
     for effector in range(run['targets'].shape[1]):
         ax.plot(*run['effector_positions'][on_path, effector].T, color=TIP_COLOUR,
@@ -140,7 +147,7 @@ def draw_scene(ax, run: dict) -> None:
     ax.scatter(*beyond.T, color=STRETCHED_COLOUR, marker='x', s=60, depthshade=False,
                label='out-of-reach target')
     ax.scatter(*body[:1].T, color='black', marker='^', s=40, label='base')
-    points = np.concatenate([run['joint_positions'].reshape(-1, 3), beyond, body])
+    points = np.concatenate([run['joint_positions'].reshape(-1, 3), beyond, body, corners])
     low, high = points.min(axis=0), points.max(axis=0)
     ax.set_box_aspect(np.maximum(high - low, 1e-3))
     # Look at the paths nearly face on: from their side of the base, a little off axis.
@@ -152,6 +159,76 @@ def draw_scene(ax, run: dict) -> None:
     ax.set_ylabel('y [m]')
     ax.set_zlabel('z [m]')
     ax.legend(loc='upper left', fontsize=8)
+
+
+def obstacle_surface(kind: str, scale: np.ndarray, pose: np.ndarray) -> np.ndarray:
+    """
+    Return (3, k, l) surface points of a box, cylinder or sphere in the base frame.
+
+    scale as a marker's: a box's edges, a cylinder's diameters and length, a sphere's
+    diameter. A box or cylinder is its bottom cap, wall and top cap around its rim.
+    """
+    half = np.asarray(scale, dtype=float) / 2.0
+    around = np.linspace(0.0, 2.0 * np.pi, SURFACE_STEPS + 1)
+    if kind == 'sphere':
+        polar = np.linspace(0.0, np.pi, SURFACE_STEPS // 2 + 1)[:, np.newaxis]
+        local = half[0] * np.array([np.sin(polar) * np.cos(around),
+                                    np.sin(polar) * np.sin(around),
+                                    np.cos(polar) * np.ones_like(around)])
+    else:
+        if kind == 'box':
+            rim = np.array([[-1, 1, 1, -1, -1], [-1, -1, 1, 1, -1]]) * half[:2, np.newaxis]
+        else:
+            rim = np.array([np.cos(around), np.sin(around)]) * half[:2, np.newaxis]
+        zero = np.zeros_like(rim[0])
+        heights = np.array([-1.0, -1.0, 1.0, 1.0])[:, np.newaxis] * half[2] + zero
+        local = np.array([[zero, rim[0], rim[0], zero], [zero, rim[1], rim[1], zero],
+                          heights])
+    return np.einsum('ij,jkl->ikl', pose[:3, :3], local) + pose[:3, 3, np.newaxis, np.newaxis]
+
+
+def draw_obstacles(ax, run: dict) -> np.ndarray:
+    """Draw the scene's obstacles and the posture without them; return points to frame."""
+    if 'obstacle_poses' not in run:
+        return np.zeros((0, 3))
+    points = []
+    for index, (kind, scale, pose) in enumerate(zip(run['obstacle_kinds'],
+                                                    run['obstacle_scales'],
+                                                    run['obstacle_poses'])):
+        surface = obstacle_surface(str(kind), scale, pose)
+        ax.plot_surface(*surface, color=OBSTACLE_COLOUR, alpha=0.3, linewidth=0.0,
+                        shade=True, label='obstacles' if index == 0 else None)
+        points.append(surface.reshape(3, -1).T)
+    joints = run['unchecked_joint_positions']
+    segments = link_segments(joints, run['joint_parents'], run['unchecked_effector_positions'],
+                             run['effector_parents'])
+    clearance = float(run['unchecked_clearance'])
+    for number, segment in enumerate(segments):
+        ax.plot(*segment.T, '--', color=UNCHECKED_COLOUR, linewidth=2.0, label=(
+            f'the same target without the scene: {1e3 * clearance:.0f} mm clear'
+            + (' (in collision)' if clearance < 0.0 else '')) if number == 0 else None)
+    return np.concatenate(points)
+
+
+def draw_clearance(ax, run: dict) -> None:
+    """Draw the measured arm's clearance over time against the node's margin."""
+    t, clearance = run['t'], 1e3 * run['clearance']
+    for index, name in enumerate(run['phase_names']):
+        inside = t[run['phase'] == index]
+        if len(inside):
+            ax.axvspan(inside[0], inside[-1], color=PHASE_COLOURS[str(name)])
+    ax.plot(t, clearance, color=CHAIN_COLOUR, linewidth=1.4,
+            label=f'measured arm to {", ".join(str(n) for n in run["obstacle_names"])}')
+    ax.axhline(1e3 * float(run['margin']), color=STRETCHED_COLOUR, linestyle='--',
+               linewidth=1.0, label='collision_margin')
+    smallest = int(np.nanargmin(clearance))
+    ax.annotate(f'{clearance[smallest]:.0f} mm at least', (t[smallest], clearance[smallest]),
+                xytext=(0, -14), textcoords='offset points', ha='center', fontsize=8)
+    ax.set_ylim(bottom=0.0)
+    ax.set_xlabel('time [s]')
+    ax.set_ylabel('clearance [mm]')
+    ax.grid(True, alpha=0.4)
+    ax.legend(loc='upper right', fontsize=8)
 
 
 def draw_tool_frames(ax, run: dict) -> None:
@@ -214,10 +291,18 @@ def render(recording: Path, output: Path) -> None:
     grid = figure.add_gridspec(1, 2, width_ratios=(1.25, 1.0))
     scene = figure.add_subplot(grid[0], projection='3d')
     draw_scene(scene, run)
-    draw_errors(figure.add_subplot(grid[1]), run)
+    if 'clearance' in run:
+        right = grid[1].subgridspec(2, 1, height_ratios=(2.0, 1.0))
+        errors = figure.add_subplot(right[0])
+        draw_clearance(figure.add_subplot(right[1], sharex=errors), run)
+    else:
+        errors = figure.add_subplot(grid[1])
+    draw_errors(errors, run)
     free = ', free body' if bool(run.get('free_body', False)) else ''
-    figure.suptitle(f'fabrik_ros demo, {run["mode"]} mode{free}: IK node + simulated arm, '
-                    'measured over DDS')
+    among = (f' among {" and ".join(str(n) for n in run["obstacle_names"])}'
+             if 'obstacle_names' in run else '')
+    figure.suptitle(f'fabrik_ros demo, {run["mode"]} mode{free}{among}: IK node + simulated '
+                    'arm, measured over DDS')
     figure.tight_layout()
     figure.savefig(output)
 
