@@ -231,6 +231,8 @@ class Tracker:
     orientation_errors: list[list[float]] = field(default_factory=lambda: [[], [], [], []])
     arm_errors: list[list[float]] = field(default_factory=lambda: [[], [], [], []])
     iterations: list[int] = field(default_factory=list)
+    solve_ms: list[float] = field(default_factory=list)  # the last solve of each node report
+    solve_max_ms: list[float] = field(default_factory=list)  # the slowest of each report
     solves: float = 0.0
     solve_rate: float = 0.0  # Hz, last the node reported
     targets_sent: int = 0
@@ -315,6 +317,9 @@ class Tracker:
             self.solves += self.solve_rate
             if 'iterations' in values:
                 self.iterations.append(int(values['iterations']))
+            if 'solve_time_ms' in values:
+                self.solve_ms.append(float(values['solve_time_ms']))
+                self.solve_max_ms.append(float(values['solve_time_max_ms']))
         if 'error_m' in values:
             self.node_error = float(values['error_m'])
             self.node_reached = values.get('reached') == 'True'
@@ -370,6 +375,9 @@ class Tracker:
             'iterations': {'median': float(np.median(self.iterations))
                            if self.iterations else None,
                            'max': max(self.iterations, default=None)},
+            'solve_time_ms': {'median': round(float(np.median(self.solve_ms)), 3)
+                              if self.solve_ms else None,
+                              'max': max(self.solve_max_ms, default=None)},
             'out_of_reach': {
                 'reach_bound_m': round(float(np.max(plan.reach_bounds)), 4),
                 'remaining_m': (round(float(arm_beyond[-1]), 4) if len(arm_beyond)
@@ -431,6 +439,9 @@ def format_summary(summary: dict) -> str:
     lines += [
         f'  iterations          median {summary["iterations"]["median"]}, '
         f'max {summary["iterations"]["max"]} (the solve each node report shows, 1/s)',
+        f'  solve time          median {value(summary["solve_time_ms"]["median"], "ms")} '
+        '(those solves), max '
+        f'{value(summary["solve_time_ms"]["max"], "ms", 1)} (every solve of the run)',
         f'  arm error, moving   {spread(arm, "mm", 2)} (measured tip vs the moving target)',
         f'  arm error, holding  {value(summary["arm_error_holding_mm"], "mm")}',
         '  out of reach        ' + (
