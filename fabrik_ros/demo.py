@@ -178,7 +178,9 @@ def scene_arrays(chain: Chain, scene: DemoScene, recording: Recording) -> dict:
             'unchecked_index': index,
             'unchecked_joint_positions': chain.joint_positions(unchecked.q),
             'unchecked_effector_positions': chain.effector_positions(unchecked.q),
-            'unchecked_clearance': chain.clearance(unchecked.q, scene.obstacles)}
+            'unchecked_clearance': chain.clearance(unchecked.q, scene.obstacles),
+            'unchecked_pair': np.array([scene.label(name) for name in
+                                        chain.closest_pair(unchecked.q, scene.obstacles).names])}
 
 
 def _remember(recent: dict, key: object, value: object, size: int = 64) -> None:

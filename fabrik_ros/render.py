@@ -51,6 +51,7 @@ FRAME_SIZE = 0.08  # metres: length of a drawn tool frame axis
 SMOOTHING = 0.25  # seconds of the error plot's rolling median
 VIEW_ELEVATION = 20.0  # degrees
 VIEW_OFFSET = 35.0  # degrees of azimuth off the line from the base to the paths
+SCENE_VIEW = (30.0, -60.0)  # elevation, offset: a scene seen from beside the base
 PHASE_COLOURS = {'moving': '#e8f1fb', 'orienting': '#f3ecfa', 'holding': '#eef7ea',
                  'out of reach': '#fbeaea'}
 AXIS_COLOURS = ('#d62728', '#2ca02c', '#1f77b4')  # x, y, z
@@ -61,7 +62,7 @@ TIP_COLOUR = '#27ae60'
 BODY_COLOUR = '#8e44ad'
 ANGLE_COLOUR = '#16a085'
 OBSTACLE_COLOUR = '#7f8c8d'
-UNCHECKED_COLOUR = '#95a5a6'
+UNCHECKED_COLOUR = '#4d4d4d'
 SURFACE_STEPS = 24  # facets around a drawn cylinder or sphere
 
 
@@ -152,9 +153,10 @@ def draw_scene(ax, run: dict) -> None:
     ax.set_box_aspect(np.maximum(high - low, 1e-3))
     # Look at the paths nearly face on: from their side of the base, a little off axis.
     middle = run['targets'][on_path].reshape(-1, 3).mean(axis=0)
+    # A scene from beside the base: the pillar before the paths, the arm around it.
+    elevation, offset = SCENE_VIEW if len(corners) else (VIEW_ELEVATION, VIEW_OFFSET)
     if np.hypot(middle[0], middle[1]) > 0.1 * np.max(high - low):
-        ax.view_init(elev=VIEW_ELEVATION,
-                     azim=np.degrees(np.arctan2(middle[1], middle[0])) + VIEW_OFFSET)
+        ax.view_init(elev=elevation, azim=np.degrees(np.arctan2(middle[1], middle[0])) + offset)
     ax.set_xlabel('x [m]')
     ax.set_ylabel('y [m]')
     ax.set_zlabel('z [m]')
@@ -202,11 +204,13 @@ def draw_obstacles(ax, run: dict) -> np.ndarray:
     joints = run['unchecked_joint_positions']
     segments = link_segments(joints, run['joint_parents'], run['unchecked_effector_positions'],
                              run['effector_parents'])
-    clearance = float(run['unchecked_clearance'])
+    clearance, pair = float(run['unchecked_clearance']), [str(n) for n in run['unchecked_pair']]
+    said = (f'{" through ".join(pair)}' if clearance < 0.0
+            else f'{1e3 * clearance:.0f} mm clear')
     for number, segment in enumerate(segments):
-        ax.plot(*segment.T, '--', color=UNCHECKED_COLOUR, linewidth=2.0, label=(
-            f'the same target without the scene: {1e3 * clearance:.0f} mm clear'
-            + (' (in collision)' if clearance < 0.0 else '')) if number == 0 else None)
+        ax.plot(*segment.T, '--', color=UNCHECKED_COLOUR, linewidth=1.6, alpha=0.8,
+                label=f'the same target solved without the scene: {said}' if number == 0
+                else None)
     return np.concatenate(points)
 
 
@@ -299,7 +303,7 @@ def render(recording: Path, output: Path) -> None:
         errors = figure.add_subplot(grid[1])
     draw_errors(errors, run)
     free = ', free body' if bool(run.get('free_body', False)) else ''
-    among = (f' among {" and ".join(str(n) for n in run["obstacle_names"])}'
+    among = (f' among obstacles ({", ".join(str(n) for n in run["obstacle_names"])})'
              if 'obstacle_names' in run else '')
     figure.suptitle(f'fabrik_ros demo, {run["mode"]} mode{free}{among}: IK node + simulated '
                     'arm, measured over DDS')
