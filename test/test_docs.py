@@ -56,6 +56,7 @@ TARGET_TOPICS = {'target_pose': 'geometry_msgs/msg/PoseStamped',
                  'goal_pose': 'geometry_msgs/msg/PoseStamped',
                  'clicked_point': 'geometry_msgs/msg/PointStamped',
                  '/ik_node/delta_twist_cmds': 'geometry_msgs/msg/TwistStamped',
+                 '/ik_node/obstacles': 'visualization_msgs/msg/MarkerArray',
                  **{f'{tip}/target_pose': 'geometry_msgs/msg/PoseStamped' for tip in CONFIG_TIPS}}
 SERVICES = {'/ik_node/enable': 'std_srvs/srv/SetBool', '/ik_node/hold': 'std_srvs/srv/Trigger'}
 # What a ready node logs (ik_node: its chain; sim_arm: what it simulates).
@@ -123,6 +124,13 @@ def fill(message: object, values: dict, where: str) -> None:
         assert hasattr(message, field), f'{where}: {type(message).__name__} has no {field}'
         if isinstance(value, dict):
             fill(getattr(message, field), value, where)
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            kind = type(message).get_fields_and_field_types()[field]  # sequence<pkg/Type>
+            package, name = kind[kind.index('<') + 1:-1].split('/')
+            items = [message_class(f'{package}/msg/{name}')() for _ in value]
+            for item, item_values in zip(items, value):
+                fill(item, item_values, where)
+            setattr(message, field, items)
         else:
             current = getattr(message, field)
             setattr(message, field, float(value) if isinstance(current, float) else value)
