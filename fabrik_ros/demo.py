@@ -415,10 +415,10 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     print(f'fabrik_ros demo: mode {args.mode}{", free body" * args.free_body}, {config}'
           f'{scene_text}, ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}{logs}', flush=True)
     params = ['--params-file', str(config)]
-    start = []  # where the simulated arm starts, and whether the node takes it from there
+    node_start, sim_start = [], []  # where the arm starts; the node takes it from there
     if scene is not None:  # both nodes, as the launch file gives them its overlays
         params += ['--params-file', str(scene.path)]
-        start = scene_start(chain)
+        node_start, sim_start = scene_start(chain)
     root = []
     if args.free_body:
         root = ['-p', 'root:=free'] + [
@@ -428,9 +428,9 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     # node is told to solve their positions only.
     position_only = [] if plan.tool_frames is not None else ['-p', 'orientation_mode:=position']
     children = [
-        NodeProcess('ik_node', params + root + position_only + start[:2],
+        NodeProcess('ik_node', params + root + position_only + node_start,
                     log_dir / 'ik_node.log'),
-        NodeProcess('sim_arm', params + start[2:], log_dir / 'sim_arm.log'),
+        NodeProcess('sim_arm', params + sim_start, log_dir / 'sim_arm.log'),
     ]
     # Ctrl-C stays a KeyboardInterrupt: the demo stops its nodes and prints the summary.
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
@@ -452,16 +452,16 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
     return exit_code
 
 
-def scene_start(chain: Chain) -> list[str]:
+def scene_start(chain: Chain) -> tuple[list[str], list[str]]:
     """
-    Return the ik_node and sim_arm arguments (two each) that start a scene run clear.
+    Return the ik_node and the sim_arm arguments that start a run among obstacles clear.
 
     The arm starts bent on the pillar's far side (the ready pose), not straight up, and the
     node takes the measured state as where it starts: open loop it would command its
     neutral pose first, and the motion between two commands is not checked yet.
     """
     pose = ', '.join(f'{value:.6f}' for value in ready_pose(chain))
-    return ['-p', 'feedback_topic:=joint_states', '-p', f'sim.initial_positions:=[{pose}]']
+    return ['-p', 'feedback_topic:=joint_states'], ['-p', f'sim.initial_positions:=[{pose}]']
 
 
 def run_jog(args: argparse.Namespace, chain: Chain, config: Path, log_dir: Path) -> int:

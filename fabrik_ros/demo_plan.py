@@ -249,7 +249,7 @@ class Tracker:
     last_clearance: float = float('nan')  # metres, of the last measured pose
     largest_step: float = 0.0  # radians, one joint between two commands on the path
     outside_limits: int = 0  # commands with a joint past its limits
-    _last_command: tuple[np.ndarray, int | None] | None = None
+    _last_command: tuple | None = field(default=None, init=False, repr=False)  # (q, phase)
 
     def sent(self, targets: np.ndarray, now: float,
              orientations: np.ndarray | None = None) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 import re
 
 from fabrik_ros.chain import Chain
-from fabrik_ros.collision import Obstacle, Scene
+from fabrik_ros.collision import Box, Cylinder, Obstacle, Scene
 from fabrik_ros.config import load_config
 from fabrik_ros.scene import SCENE_LIST, scene_obstacles
 import numpy as np
@@ -82,9 +82,9 @@ class DemoScene:
         """Return (n, 3) sizes as marker scales: edges, or diameters and a length (metres)."""
         rows = []
         for obstacle in self.obstacles:
-            if hasattr(obstacle, 'size_xyz'):
+            if isinstance(obstacle, Box):
                 rows.append(obstacle.size_xyz)
-            elif hasattr(obstacle, 'length'):
+            elif isinstance(obstacle, Cylinder):
                 rows.append((2 * obstacle.radius, 2 * obstacle.radius, obstacle.length))
             else:
                 rows.append((2 * obstacle.radius,) * 3)
@@ -130,11 +130,10 @@ class ClearanceScore:
                 'commands': smallest('commands', True), 'measured': smallest('measured', True),
                 'approach_measured': smallest('measured', False),
                 'below_margin': dict(self.below),
-                'per_phase_measured_m': {
-                    phase_names[phase]: round(float(value[0]), 4)
-                    for phase, value in sorted(self.measured.items(),
-                                               key=lambda item: -1 if item[0] is None
-                                               else item[0]) if phase is not None}}
+                'measured_per_phase_m': {phase_names[phase]: round(float(value[0]), 4)
+                                         for phase, value in sorted(
+                                             (p, v) for p, v in self.measured.items()
+                                             if p is not None)}}
 
 
 def format_scene(scene: dict) -> list[str]:
