@@ -42,11 +42,11 @@ tree), computes the measured tips with forward kinematics and reports:
 - out of reach: the remaining distance, measured and as the node reports it;
 - joints: the largest step of a joint between two commands on the path (a flip to another
   branch would show), commands past a joint limit;
-- the scene (single mode, config/overlays/scene.yaml, which both nodes get too): a table
-  under the figure eight and a pillar between the arm and it, where the arm without the
-  scene would put its upper arm; the smallest clearance of the commands and of the measured
-  arm over the run, and whether it went below the node's collision_margin. The simulated
-  arm starts on the pillar's far side, and the node from where it is measured
+- the scene (single mode on its own config: config/overlays/scene.yaml, which both nodes
+  get too): a table under the figure eight and a pillar between the arm and it, where the
+  arm without the scene would put its upper arm; the smallest clearance of the commands and
+  of the measured arm over the run, and whether it went below the node's collision_margin.
+  The simulated arm starts on the pillar's far side, and the node from where it is measured
   (feedback_topic joint_states): the motion between two commands is not checked.
 
 With ``--free-body`` the node runs with ``root: free``: the targets (in ``odom``) drift
@@ -408,7 +408,7 @@ def run_with_logs(args: argparse.Namespace, log_dir: Path) -> int:
         return run_jog(args, chain, config, log_dir)
     plan = TargetPlan.for_mode(chain, args.mode, args.duration, args.free_body)
     scene = None
-    if args.mode in SCENES and not args.no_scene:
+    if args.mode in SCENES and not (args.no_scene or args.config):  # the mode's own robot
         scene = DemoScene.load(share / 'config' / SCENES[args.mode], load_config(config))
     logs = f', node logs in {log_dir}' if args.log_dir else ''
     scene_text = '' if scene is None else f' + {scene.path} ({", ".join(scene.names)})'
@@ -510,7 +510,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         'config/*.yaml)')
     parser.add_argument('--no-scene', action='store_true',
                         help='single mode: without the table and the pillar '
-                        '(config/overlays/scene.yaml)')
+                        '(config/overlays/scene.yaml, placed for the demo arm: a --config '
+                        'runs without them too)')
     parser.add_argument('--free-body', action='store_true',
                         help='the base slides toward the targets (ik_node root: free)')
     parser.add_argument('--record', help='write the run to this .npz for fabrik_ros.render')
