@@ -153,6 +153,7 @@ class Jogger:
         self._twists: dict[int, tuple[np.ndarray, float]] = {}
         self._joint_jog: tuple[np.ndarray, float] | None = None
         self._previous_sigma = np.inf
+        self._speed_cap: np.ndarray | None = None  # this tick's (tick)
         self.reset(position)
 
     # ------------------------------------------------------------------ commands
@@ -173,6 +174,16 @@ class Jogger:
         self.position = np.clip(position, self.limits.lower, self.limits.upper)
         self.velocity = velocity.copy()
         self.stop()
+
+    def take(self, position: np.ndarray, velocity: np.ndarray) -> None:
+        """
+        Go on from the command actually sent (cut short by a collision stop), commands kept.
+
+        The goals move onto what the arm achieves there: nothing catches up into the stop.
+        """
+        self.position = np.array(position, dtype=float)
+        self.velocity = np.array(velocity, dtype=float)
+        self._hold_here()
 
     def stop(self) -> None:
         """Forget every command: the next ticks brake to rest where the arm is."""
@@ -231,9 +242,16 @@ class Jogger:
 
     # ------------------------------------------------------------------ the tick
 
-    def tick(self, now: float) -> JogCommand:
-        """Advance one command period; return the new command and the status."""
+    def tick(self, now: float, speed_cap: np.ndarray | None = None) -> JogCommand:
+        """
+        Advance one command period; return the new command and the status.
+
+        speed_cap: rad/s per joint for this tick (the collision slowdown), applied to the
+        joint velocities as solved, each reached at its acceleration limit: the other
+        joints keep their speed.
+        """
         _check_time(now)
+        self._speed_cap = speed_cap
         s = self.settings
         fresh = {i: t for i, (t, stamp) in self._twists.items() if now - stamp <= s.timeout}
         jog = self._joint_jog
@@ -378,6 +396,9 @@ class Jogger:
         limits, dt = self.limits, self.settings.command_period
         reach = limits.max_acceleration * dt
         low, high, _ = self._velocity_bounds()
+        cap = self._speed_cap
+        if cap is not None:
+            low, high = np.maximum(low, -cap), np.minimum(high, cap)
         velocity = np.clip(np.clip(wanted, low, high), self.velocity - reach,
                            self.velocity + reach)
         position = np.clip(self.position + velocity * dt, limits.lower, limits.upper)
