@@ -123,8 +123,9 @@ class CommandStream:
         # The widest of the old and new position ranges while new limits take over.
         self._outer = (limits.lower, limits.upper)
         self.limits = limits
-        # rad/s per joint for the next step only (inf: none): the collision slowdown's.
-        self.speed_cap: np.ndarray | None = None
+        # The collision slowdown of the next step only: per joint, a scale of the velocity
+        # limit and a cap (rad/s); None: none (fabrik_ros.controller_collision).
+        self.slowdown: tuple[np.ndarray, np.ndarray] | None = None
         self.set_limits(limits)
 
     def set_limits(self, limits: MotionLimits) -> None:
@@ -218,9 +219,10 @@ class CommandStream:
         """Advance one command; return the new position (the stream must be started)."""
         target = self.goal if self.goal is not None else self._stop
         limits = self.limits if self._acceleration is None else self._limits_in_force()
-        if self.speed_cap is not None and self.dt is not None:  # reached at the acceleration
-            limits = replace(limits, max_velocity=np.minimum(limits.max_velocity,
-                                                             self.speed_cap))
+        if self.slowdown is not None and self.dt is not None:  # reached at the acceleration
+            scale, cap = self.slowdown
+            top = np.where(scale > 0.0, limits.max_velocity * scale, 0.0)
+            limits = replace(limits, max_velocity=np.minimum(top, cap))
         if self.dt is None and self._unguarded:
             self.position = target  # already within the limits: the jump is the command
         elif self.dt is None:

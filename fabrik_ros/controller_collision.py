@@ -115,12 +115,16 @@ class StreamCollision:
 
     # ---- the slowdown ---------------------------------------------------------------
 
-    def speed_caps(self, position: np.ndarray, velocity: np.ndarray,
-                   heading: np.ndarray | None, limits: object, dt: float) -> np.ndarray | None:
+    def slowdown(self, position: np.ndarray, velocity: np.ndarray,
+                 heading: np.ndarray | None, limits: object, dt: float
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
         """
-        Return per-joint speed caps (rad/s, inf: none) for the next command, None if none.
+        Return the next command's per-joint speed scale and cap (rad/s), None if none.
 
-        heading: where the stream goes (joints at rest there count as moving toward it).
+        Joints that approach get the scale (c - m) / D of the speed they would have (the
+        stream's velocity limit, a jog's solved velocity) and a cap at the speed from which
+        they still stop in the room left; the others 1 and inf. heading: where the stream
+        goes (joints at rest there count as moving toward it).
         """
         check = self._check(position)
         room = check.distance - self._margin
@@ -140,9 +144,9 @@ class StreamCollision:
             budget = np.where(spend > 0.0, max(room, 0.0) / spend, np.inf)
         stopping = np.where(np.isinf(budget), np.inf, braking_speed(
             np.where(np.isinf(budget), 0.0, budget), limits.max_acceleration, dt))
-        ramp = np.where(fraction > 0.0, fraction * limits.max_velocity, 0.0)
         self.state, self._approaching = 'slowed', approaching
-        return np.where(approaching, np.minimum(ramp, stopping), np.inf)
+        return (np.where(approaching, fraction, 1.0),
+                np.where(approaching, stopping, np.inf))
 
     def settle(self, previous: np.ndarray, position: np.ndarray) -> None:
         """Call a slowdown that let no approaching joint move a halt (for the status)."""
@@ -308,13 +312,13 @@ def guarded_step(controller: IkController, now: float) -> np.ndarray:
         return jog.step(now) if jog.active else stream.step()
     previous = stream.position.copy()
     if stream.dt is not None:
-        stream.speed_cap = collision.speed_caps(
+        stream.slowdown = collision.slowdown(
             previous, stream.velocity, None if jog.active else stream.heading,
             stream.limits, stream.dt)
     try:
         proposed = jog.step(now) if jog.active else stream.step()
     finally:
-        stream.speed_cap = None
+        stream.slowdown = None
     position = collision.clear_step(previous, proposed)
     collision.settle(previous, position)
     if collision.cut:

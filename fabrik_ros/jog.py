@@ -153,7 +153,7 @@ class Jogger:
         self._twists: dict[int, tuple[np.ndarray, float]] = {}
         self._joint_jog: tuple[np.ndarray, float] | None = None
         self._previous_sigma = np.inf
-        self._speed_cap: np.ndarray | None = None  # this tick's (tick)
+        self._slowdown: tuple[np.ndarray, np.ndarray] | None = None  # this tick's (tick)
         self.reset(position)
 
     # ------------------------------------------------------------------ commands
@@ -242,16 +242,17 @@ class Jogger:
 
     # ------------------------------------------------------------------ the tick
 
-    def tick(self, now: float, speed_cap: np.ndarray | None = None) -> JogCommand:
+    def tick(self, now: float, slowdown: tuple[np.ndarray, np.ndarray] | None = None
+             ) -> JogCommand:
         """
         Advance one command period; return the new command and the status.
 
-        speed_cap: rad/s per joint for this tick (the collision slowdown), applied to the
-        joint velocities as solved, each reached at its acceleration limit: the other
-        joints keep their speed.
+        slowdown: per joint, a scale of the solved velocity and a cap (rad/s) for this tick
+        (fabrik_ros.controller_collision), each reached at the joint's acceleration limit;
+        joints with scale 1 and no cap keep their speed.
         """
         _check_time(now)
-        self._speed_cap = speed_cap
+        self._slowdown = slowdown
         s = self.settings
         fresh = {i: t for i, (t, stamp) in self._twists.items() if now - stamp <= s.timeout}
         jog = self._joint_jog
@@ -396,9 +397,9 @@ class Jogger:
         limits, dt = self.limits, self.settings.command_period
         reach = limits.max_acceleration * dt
         low, high, _ = self._velocity_bounds()
-        cap = self._speed_cap
-        if cap is not None:
-            low, high = np.maximum(low, -cap), np.minimum(high, cap)
+        if self._slowdown is not None:
+            scale, cap = self._slowdown
+            wanted = np.clip(wanted * scale, -cap, cap)
         velocity = np.clip(np.clip(wanted, low, high), self.velocity - reach,
                            self.velocity + reach)
         position = np.clip(self.position + velocity * dt, limits.lower, limits.upper)

@@ -30,12 +30,13 @@ import math
 
 from fabrik_ros.chain import Chain
 from fabrik_ros.collision import Box, CollisionModel, Cylinder, Sphere
+from fabrik_ros.controller import IkController, Target
 from fabrik_ros.jog import JogStatus
 from hypothesis import event, HealthCheck, settings, strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 import numpy as np
 import pytest
-from test_controller import ControllerContract, DT, make_settings, twists
+from test_controller import ControllerContract, DT, make_settings, serial_arm, twists
 
 MARGIN = 0.01   # m, BASE's collision_margin
 DIP = 0.0005    # m, how far the motion between commands may dip below where it starts
@@ -229,3 +230,139 @@ ObstacleContract.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow])
 test_the_safety_contract_holds_among_random_obstacles = pytest.mark.filterwarnings(
     'error::RuntimeWarning')(ObstacleContract.TestCase)
+
+
+# ---- what the rule looks like, case by case ----------------------------------------------
+
+def streaming(obstacles: list, command_period: float | None = DT, **values: object
+              ) -> IkController:
+    """Return the serial arm's controller (open loop, at neutral: along x) among obstacles."""
+    controller = IkController(make_settings(serial_arm(), **values), 0.0,
+                              command_period=command_period, feedback=False)
+    controller.set_obstacles(obstacles)
+    return controller
+
+
+def ticks(controller: IkController, count: int, start: float = 0.0) -> np.ndarray:
+    """Tick `count` times from `start`; return the (count + 1, n) commands, the first too."""
+    path = [controller.stream.position.copy()]
+    path += [controller.tick(start + DT * (k + 1)).command.position for k in range(count)]
+    return np.array(path)
+
+
+def least_along(path: np.ndarray, obstacles: list) -> float:
+    """Return the least clearance sampled densely along each motion of a path of commands."""
+    reference = Clearance(serial_arm())
+    return min(reference.along(start, end, obstacles)[2] for start, end in zip(path, path[1:]))
+
+
+# A sphere the straight joint motion from neutral to the answer sweeps the arm through.
+IN_THE_SWEEP = [Sphere(0.05, center=(0.25, 0.25, 0.0))]
+BEYOND_IT = np.array([0.0, 0.39, 0.05])
+
+
+@pytest.mark.parametrize('slowdown', [0.1, 0.0])
+def test_a_stream_toward_a_clear_answer_stops_at_the_margin_and_says_why(slowdown):
+    """The answer is clear, the way there is not: the arm halts one margin from the sphere."""
+    controller = streaming(IN_THE_SWEEP, collision_slowdown_distance=slowdown)
+    controller.on_target(0, Target(BEYOND_IT), 0.0)
+    assert controller.result.reached and controller.result.clearance > MARGIN
+    path = ticks(controller, 150)
+    assert least_along(path, IN_THE_SWEEP) >= MARGIN - TOLERANCE
+    assert Clearance(serial_arm()).at(path[-1], IN_THE_SWEEP) < MARGIN + 1e-3  # at it
+    status = controller.status(1.5, 1.0)
+    assert status.level == 'WARN'
+    assert status.message == ('stream halted by a collision check: seg2_pitch_link and '
+                              'obstacle 0 (sphere) 0.0100 m apart (collision_margin 0.01 m)')
+    assert status.values['stream_collision'] == 'halted'
+    assert status.values['stream_closest_pair'] == 'seg2_pitch_link - obstacle 0 (sphere)'
+
+
+def test_slowing_down_in_time_keeps_the_acceleration_limit():
+    """With the slowdown, the arm brakes to the margin within its limits: no collision stop."""
+    controller = streaming(IN_THE_SWEEP)
+    controller.on_target(0, Target(BEYOND_IT), 0.0)
+    stops = []
+    for k in range(150):
+        controller.tick(DT * (k + 1))
+        stops.append(controller.collision.cut)
+    assert not any(stops)
+    path = ticks(controller, 1, 1.5)
+    assert np.array_equal(path[0], path[1])  # standing at the margin
+
+
+def test_far_from_every_obstacle_the_stream_is_exactly_as_without_one():
+    """Beyond the slowdown distance nothing changes: the same commands, bit for bit."""
+    far = [Box((0.2, 0.2, 0.2), np.diag([1.0, 1.0, 1.0, 1.0]) + np.pad(
+        np.array([[2.0], [0.0], [0.0]]), ((0, 1), (3, 0))))]
+    paths = []
+    for obstacles in ([], far):
+        controller = streaming(obstacles)
+        controller.on_target(0, Target(BEYOND_IT), 0.0)
+        paths.append(ticks(controller, 100))
+    assert np.array_equal(*paths)
+
+
+def test_a_jump_without_a_command_rate_does_not_pass_through_a_thin_plate():
+    """One command per solution: the jump stops where the motion would cross a 2 mm plate."""
+    pose = np.eye(4)
+    pose[:3, 3] = (0.28, 0.15, 0.0)
+    plate = [Box((0.3, 0.002, 0.3), pose)]   # across the sweep, clear of the answer
+    controller = streaming(plate, command_period=None)
+    update = controller.on_target(0, Target(np.array([0.0, 0.39, 0.0])), 0.0)
+    assert controller.result.reached
+    path = np.array([controller.stream.goal * 0.0 + serial_arm().neutral(),
+                     update.command.position])
+    assert least_along(path, plate) >= MARGIN - TOLERANCE
+    assert controller.collision.cut
+    assert not np.allclose(update.command.position, controller.result.q)
+
+
+def test_an_arm_inside_the_margin_may_move_away_but_never_closer():
+    """An obstacle put on the arm: a joint jog into it halts, one out of it moves on."""
+    pose = np.eye(4)
+    pose[:3, 3] = (0.3, 0.0, 0.02)      # on the forearm: touching it
+    on_arm = [Box((0.1, 0.1, 0.02), pose)]
+    reference = Clearance(serial_arm())
+    controller = streaming(on_arm)
+    start = reference.at(controller.stream.position, on_arm)
+    assert start < MARGIN
+    pitch = serial_arm().joint_names[1]
+    now = 0.0
+    for sign, closer in ((-1.0, True), (1.0, False)):   # -pitch lifts the arm: closer
+        path = [controller.stream.position.copy()]
+        for _ in range(30):
+            now += DT
+            controller.jog.on_joint_jog({pitch: sign * 2.0}, now)
+            path.append(controller.tick(now).command.position)
+        clearances = [reference.at(q, on_arm) for q in path]
+        if closer:
+            assert min(clearances) >= start - TOLERANCE
+            assert controller.jog.status == JogStatus.HALT_FOR_COLLISION
+            assert 'halt_for_collision' in controller.status(now, 1.0).message
+        else:
+            assert clearances[-1] > MARGIN and np.all(np.diff(clearances) >= -TOLERANCE)
+        assert least_along(np.array(path), on_arm) >= min(MARGIN, start - DIP) - TOLERANCE
+
+
+def test_only_the_joints_that_approach_slow_down():
+    """Near a sphere above the tip, lifting slows down; turning about the base does not."""
+    above = [Sphere(0.03, center=(0.4, 0.0, 0.09))]   # 5 cm above the tip
+    yaw, pitch = serial_arm().joint_names[:2]
+    speeds = {}
+    for lift in (0.0, -1.0):    # -pitch lifts the tip toward the sphere
+        controller = streaming(above)
+        for k in range(5):
+            controller.jog.on_joint_jog({yaw: 1.0, pitch: lift}, DT * (k + 1))
+            command = controller.tick(DT * (k + 1)).command
+        speeds[lift] = command.velocity
+    assert speeds[0.0][:2] == pytest.approx([1.0, 0.0])  # turning alone: full speed
+    assert speeds[-1.0][0] == pytest.approx(1.0)   # turning while lifting: full speed too
+    assert -0.5 < speeds[-1.0][1] < 0.0            # lifting toward it: slowed, not stopped
+    assert controller.jog.status == JogStatus.DECELERATE_FOR_COLLISION
+    assert controller.status(5 * DT, 1.0).values['stream_collision'] == 'slowed'
+
+
+def test_a_slowdown_distance_that_is_no_distance_is_refused_by_name():
+    with pytest.raises(ValueError, match='collision_slowdown_distance'):
+        make_settings(serial_arm(), collision_slowdown_distance=-0.1)
