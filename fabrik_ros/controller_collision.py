@@ -284,19 +284,20 @@ class _Kinematics:
         if not length > 1e-12:
             return np.zeros(self.chain.dof)
         normal = gap / length * (1.0 if check.distance >= 0.0 else -1.0)
-        rate = -normal @ self._point_jacobian(check.world, points[0],
-                                              self.body_frames[check.first])
-        if check.second < bodies:
-            rate += normal @ self._point_jacobian(check.world, points[1],
-                                                  self.body_frames[check.second])
-        return rate @ self.coupling
-
-    def _point_jacobian(self, world: np.ndarray, point: np.ndarray, frame: int) -> np.ndarray:
-        """Return (3, joints): how a point fixed in FK frame `frame` moves per joint."""
+        world = check.world
         axes = np.einsum('nij,nj->ni', world[1:, :3, :3], self.axes_local)
-        columns = np.cross(axes, point - world[1:, :3, 3])
-        columns[self.prismatic] = axes[self.prismatic]
-        return (columns * self.moves[frame][:, None]).T
+        origins = world[1:, :3, 3]
+        # normal . (axis x (point - origin)) = (point - origin) . (normal x axis)
+        turn, slide = np.cross(normal, axes), axes @ normal
+
+        def along(point: np.ndarray, body: int) -> np.ndarray:
+            """Return how fast a point fixed on `body` moves along the normal, per joint."""
+            speed = np.where(self.prismatic, slide, ((point - origins) * turn).sum(axis=1))
+            return speed * self.moves[self.body_frames[body]]
+        rate = -along(points[0], check.first)
+        if check.second < bodies:
+            rate += along(points[1], check.second)
+        return rate @ self.coupling
 
 
 def guarded_step(controller: IkController, now: float) -> np.ndarray:

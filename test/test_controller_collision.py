@@ -363,6 +363,27 @@ def test_only_the_joints_that_approach_slow_down():
     assert controller.status(5 * DT, 1.0).values['stream_collision'] == 'slowed'
 
 
+def test_a_real_arm_jogged_into_itself_stops_a_margin_short():
+    """The Panda with its hand (SRDF pairs): folding the elbow stops before link 2 meets 5."""
+    descriptions = pytest.importorskip('test_collision_descriptions')
+    chain = descriptions.panda_with_hand()
+    controller = IkController(make_settings(chain), 0.0, command_period=DT, feedback=False)
+    controller.stream.start(descriptions.NEUTRAL['panda with hand'])
+    elbow = chain.joint_names[3]
+    path = [controller.stream.position.copy()]
+    for k in range(300):
+        controller.jog.on_joint_jog({elbow: -1.0}, DT * (k + 1))
+        path.append(controller.tick(DT * (k + 1)).command.position)
+    path = np.array(path)
+    assert path[-1][3] - path[0][3] < -0.3      # it folded a good part of the way
+    least = min(chain.clearance(start + t * (end - start))
+                for start, end in zip(path, path[1:]) for t in np.linspace(0.0, 1.0, 5))
+    assert MARGIN - TOLERANCE <= least < MARGIN + 0.003  # slowing down to it, never past
+    assert controller.collision.pair == ('panda_link2', 'panda_link5')
+    assert controller.jog.status in (JogStatus.DECELERATE_FOR_COLLISION,
+                                     JogStatus.HALT_FOR_COLLISION)
+
+
 def test_a_slowdown_distance_that_is_no_distance_is_refused_by_name():
     with pytest.raises(ValueError, match='collision_slowdown_distance'):
         make_settings(serial_arm(), collision_slowdown_distance=-0.1)
