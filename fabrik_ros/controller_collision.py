@@ -82,7 +82,7 @@ class StreamCollision:
 
     def __init__(self) -> None:
         """Start with nothing checked; `update` builds the check for the settings."""
-        self._key: tuple | None = None
+        self._key: tuple | None = None   # the settings and obstacles checked
         self._collisions: Collisions | None = None
         self.active = False
         self.state = ''             # 'slowed', 'halted' (a collision stop) or '' (clear)
@@ -96,10 +96,10 @@ class StreamCollision:
         """Follow the controller's settings and obstacles; return whether anything is checked."""
         settings = controller.settings
         obstacles = controller.obstacles if settings.root == 'pinned' else ()
-        key = (id(settings), tuple(map(id, obstacles)))
-        if key == self._key:
+        key = self._key   # the objects themselves: an id may be reused once one is freed
+        if key is not None and key[0] is settings and key[1] is obstacles:
             return self.active
-        self._key, self._last = key, None
+        self._key, self._last = (settings, obstacles), None
         self.state, self.clearance, self.pair = '', math.inf, ('', '')
         collisions = Collisions(settings.chain, settings.collision_margin,
                                 None if settings.self_collision else False)
