@@ -30,9 +30,13 @@ The rule, with c0 the clearance of the command before and ESCAPE_DIP = 0.5 mm:
   any motion clear from exactly the bound.
 
 The proof is conservative advancement: a point of a link moves at most sum |dq_i| R_i
-along the straight joint motion dq, R_i the farthest any link surface downstream of joint i
-can be from its axis (link lengths and capsules, any configuration; 1 for a prismatic
-joint), so the clearance falls at most that (twice it with self pairs: both links move).
+along the straight joint motion dq, R_i the farthest any surface of the link can be from
+joint i moving it (link lengths and capsules, any configuration; 1 for a prismatic joint),
+so its distance to an obstacle falls at most that; two links' distance changes only with
+the joints that move one of them and not the other. The largest of these bounds over the
+checked pairs bounds the clearance's fall. Far from everything (beyond the slowdown and
+FAR), the clearance before minus that bound is a lower bound of the next one, so a
+command is checked only once the bound comes that near.
 From a checked point with clearance c the motion is clear for (c - floor) / bound of its
 length; the next check starts there, at most MAX_CHECKS per command. A command the checks
 cannot take to its end stops at the farthest proven point: a collision stop, the one case
@@ -63,6 +67,7 @@ if TYPE_CHECKING:  # the controller hands itself in: no import circle at run tim
 
 ESCAPE_DIP = 0.0005     # m: how far the motion between commands may dip below its start
 MAX_CHECKS = 8          # clearance checks along one command's motion
+FAR = 0.05              # m beyond the margin: at least this far, commands skip the check
 
 
 @dataclass
@@ -73,8 +78,9 @@ class _Check:
     distance: float
     first: int          # body index, -1: nothing checked
     second: int         # body index, or bodies + obstacle index
-    world: np.ndarray
+    world: np.ndarray | None
     gradient: np.ndarray | None = None  # dc/dq, computed when first needed
+    exact: bool = True  # False: distance is a lower bound (far from everything), no pair
 
 
 class StreamCollision:
@@ -87,7 +93,8 @@ class StreamCollision:
         self.active = False
         self.state = ''             # 'slowed', 'halted' (a collision stop) or '' (clear)
         self.cut = False            # the last command stopped short (a collision stop)
-        self.clearance = math.inf   # m, at the last command
+        self.clearance = math.inf   # m, at the last command (a lower bound unless exact)
+        self.exact = True
         self.pair = ('', '')        # its closest pair's names
         self._last: _Check | None = None
         self._approaching: np.ndarray | None = None  # joints the slowdown caps
@@ -109,8 +116,11 @@ class StreamCollision:
         if self.active:
             self._margin = collisions.margin
             self._slowdown = settings.collision_slowdown_distance
+            # Beyond the slowdown (and FAR) a lower bound of the clearance is all a command
+            # needs: it is not checked again until the bound comes that near.
+            self._far = self._margin + max(self._slowdown, FAR)
             self._model, self._scene = collisions.model, collisions.scene
-            self._kinematics = _Kinematics(settings.chain, self._model)
+            self._kinematics = _Kinematics(settings.chain, self._model, len(self._scene) > 0)
         return self.active
 
     # ---- the slowdown ---------------------------------------------------------------
@@ -127,8 +137,11 @@ class StreamCollision:
         goes (joints at rest there count as moving toward it).
         """
         check = self._check(position)
+        if not check.distance - self._margin < self._slowdown:
+            return None     # a lower bound will do
+        check = self._exact(check)
         room = check.distance - self._margin
-        if not room < self._slowdown or check.first < 0:
+        if check.first < 0:
             return None
         gradient = self._gradient(check)
         direction = velocity if heading is None else np.where(velocity != 0.0, velocity,
@@ -139,7 +152,7 @@ class StreamCollision:
         fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
             else float(room > 0.0)
         # Each approaching joint may use up its share of the room by the motion bound.
-        spend = self._kinematics.factor * self._kinematics.reach * approaching.sum()
+        spend = self._kinematics.reach * approaching.sum()
         with np.errstate(divide='ignore'):
             budget = np.where(spend > 0.0, max(room, 0.0) / spend, np.inf)
         stopping = np.where(np.isinf(budget), np.inf, braking_speed(
@@ -173,6 +186,12 @@ class StreamCollision:
             self._report(start)
             return proposed
         bound = self._kinematics.rate(delta)  # m of clearance per unit of the motion
+        if start.distance - bound >= self._far:  # far from everything, and stays so
+            self._last = _Check(proposed.copy(), start.distance - bound, -1, -1, None,
+                                exact=False)
+            self._report(self._last)
+            return proposed
+        start = self._exact(start)
         floor = min(self._margin, start.distance)        # of the command
         dip = min(self._margin, start.distance - ESCAPE_DIP)  # of the motion
         best, best_t = start, 0.0
@@ -183,9 +202,12 @@ class StreamCollision:
                 break
             t = 1.0 if bound * (1.0 - t) <= room else t + room / bound
             check = self._evaluate(proposed if t == 1.0 else previous + t * delta)
+            closer = check.distance < distance
             distance = check.distance
             if distance >= floor:
                 best, best_t = check, t
+            elif closer:
+                break   # heading in below the floor: no farther point will be sent
             if t == 1.0:
                 break
         self._last = best
@@ -199,8 +221,14 @@ class StreamCollision:
 
     def _report(self, check: _Check) -> None:
         """Keep the clearance and pair of the command sent, for the diagnostics."""
-        self.clearance = check.distance
+        self.clearance, self.exact = check.distance, check.exact
         self.pair = self._names(check)
+
+    def _exact(self, check: _Check) -> _Check:
+        """Return check itself, or an evaluation at its q where it only bounds the clearance."""
+        if not check.exact:
+            check = self._last = self._evaluate(check.q)
+        return check
 
     def _names(self, check: _Check) -> tuple[str, str]:
         if check.first < 0:
@@ -236,8 +264,14 @@ class StreamCollision:
 class _Kinematics:
     """A chain's joint reaches (the motion bound) and the closest pair's gradient."""
 
-    def __init__(self, chain: object, model: object) -> None:
-        """Bound, per coordinate, how fast any link surface moves per unit of it."""
+    def __init__(self, chain: object, model: object, obstacles: bool) -> None:
+        """
+        Bound, per checked pair and coordinate, how fast the pair's distance can fall.
+
+        A link against an obstacle: every joint that moves the link, at its reach to it. Two
+        links: the joints that move one of them but not the other; a joint moving both
+        turns them together, which keeps their distance.
+        """
         self.chain = chain
         joints = chain.joints
         count = len(joints)
@@ -251,31 +285,35 @@ class _Kinematics:
         length = np.array([np.linalg.norm(joint.origin_xyz) + (
             max(abs(joint.lower), abs(joint.upper)) if joint.prismatic else 0.0)
             for joint in joints])
-        # reach[j]: the farthest a surface point moved by joint j lies from its origin.
-        reach = np.zeros(count)
-        for body in model.bodies:
-            if body.frame == 0:
-                continue
+        # reach[b, j]: the farthest a surface point of body b lies from joint j moving it.
+        reach = np.zeros((len(model.bodies), count))
+        for row, body in enumerate(model.bodies):
             extent = max(np.linalg.norm(body.start), np.linalg.norm(body.end)) + body.radius
             joint, path = body.frame - 1, 0.0
             while joint >= 0:
-                reach[joint] = max(reach[joint], path + extent)
+                reach[row, joint] = 1.0 if joints[joint].prismatic else path + extent
                 path += length[joint]
                 joint = joints[joint].parent
-        reach = np.where(self.prismatic, 1.0, reach)
-        multipliers = np.abs(chain.multipliers) if chain.coupled else np.ones(count)
+        self.body_frames = np.array([body.frame for body in model.bodies], dtype=int)
+        rows = [reach[model.moving]] if obstacles else []
+        if len(model.pairs):
+            first, second = model.pairs[:, 0], model.pairs[:, 1]
+            moves_first = moves[self.body_frames[first]]
+            moves_second = moves[self.body_frames[second]]
+            rows.append(np.where(moves_first & ~moves_second, reach[first], 0.0)
+                        + np.where(moves_second & ~moves_first, reach[second], 0.0))
         coupling = np.zeros((count, chain.dof))
         coupling[np.arange(count), chain.coordinate_of_joint] = (
             chain.multipliers if chain.coupled else 1.0)
         self.coupling = coupling
-        self.reach = np.zeros(chain.dof)
-        np.add.at(self.reach, chain.coordinate_of_joint, multipliers * reach)
-        self.factor = 2.0 if len(model.pairs) else 1.0  # self pairs: both links move
-        self.body_frames = np.array([body.frame for body in model.bodies], dtype=int)
+        # Per checked row (a link and the obstacles, a self pair) and coordinate.
+        self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
+            else np.zeros((1, chain.dof))
+        self.reach = self.rows.max(axis=0)  # per coordinate, over every pair
 
     def rate(self, delta: np.ndarray) -> float:
         """Return how far (m) the clearance may fall along the joint motion delta."""
-        return self.factor * float(np.abs(delta) @ self.reach)
+        return float(np.max(self.rows @ np.abs(delta)))
 
     def gradient(self, check: _Check, points: np.ndarray, bodies: int) -> np.ndarray:
         """Return dc/dq from the closest pair's surface points (2, 3), base frame."""

@@ -149,8 +149,10 @@ def status_of(controller: IkController, now: float, period: float) -> Status:
     if controller.collision.active:   # what the stream's own check saw at the last command
         collision = controller.collision
         values.update({'stream_collision': collision.state or 'clear',
-                       'stream_clearance_m': f'{collision.clearance:.4f}',
-                       'stream_closest_pair': ' - '.join(collision.pair)})
+                       'stream_clearance_m': ('' if collision.exact else 'at least ')
+                       + f'{collision.clearance:.4f}',
+                       'stream_closest_pair': ' - '.join(collision.pair) if collision.exact
+                       else 'none nearer'})
     jog = controller.jog
     values.update({'jog_status': f'{int(jog.status)} {jog.status.name}',
                    'jog_source': jog.source or 'none', 'jog_refused': jog.refused})
