@@ -42,13 +42,16 @@ length; the next check starts there, at most MAX_CHECKS per command. A command t
 cannot take to its end stops at the farthest proven point: a collision stop, the one case
 where the command slows down faster than the acceleration limit (as MoveIt Servo halts).
 
-Slowing down keeps those stops rare: within collision_slowdown_distance D of the margin
+Slowing down keeps those stops rare: within collision_slowdown_distance D of the margin,
 the joints whose motion lowers the clearance (dc/dq_i * v_i < 0, from the closest pair's
-points) get a speed cap, f * v_max with f = (c - m) / D, and at most the speed from which
-they still stop, at the acceleration limit, before using up the room c - m by the same
-bound. Joints that move away or along keep their speed; the limiter brakes to the caps at
-the acceleration limit. With nothing to check (no obstacles, self-collision off) nothing
-here runs: the stream is exactly as without it.
+points) move at f = (c - m) / D of the speed they would have (the stream's velocity limit,
+a jog's solved velocity), and at most at the speed from which they still stop, at the
+acceleration limit, before using up the room c - m by the same bound. Joints that move
+away or along keep their speed, but for one cap on every joint close to the margin: the
+next command's motion stays within what PROVEN_CHECKS checks can prove from the room left
+(else it would end in a collision stop). The limiter brakes to the caps at the
+acceleration limit. With nothing to check (no obstacles, self-collision off) nothing here
+runs: the stream is exactly as without it.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ if TYPE_CHECKING:  # the controller hands itself in: no import circle at run tim
 
 ESCAPE_DIP = 0.0005     # m: how far the motion between commands may dip below its start
 MAX_CHECKS = 8          # clearance checks along one command's motion
+PROVEN_CHECKS = 6       # the slowdown keeps a command's motion provable in this many
 FAR = 0.05              # m beyond the margin: at least this far, commands skip the check
 
 
@@ -133,7 +137,8 @@ class StreamCollision:
 
         Joints that approach get the scale (c - m) / D of the speed they would have (the
         stream's velocity limit, a jog's solved velocity) and a cap at the speed from which
-        they still stop in the room left; the others 1 and inf. heading: where the stream
+        they still stop in the room left; the others 1. Every joint is capped so that the
+        check can prove the next command in PROVEN_CHECKS checks. heading: where the stream
         goes (joints at rest there count as moving toward it).
         """
         check = self._check(position)
@@ -147,19 +152,41 @@ class StreamCollision:
         direction = velocity if heading is None else np.where(velocity != 0.0, velocity,
                                                               heading - position)
         approaching = gradient * direction < 0.0
-        if not approaching.any():
+        provable = self._provable(velocity, limits, dt, max(room, ESCAPE_DIP))
+        if not approaching.any() and provable is None:
             return None
+        self.state, self._approaching = 'slowed', approaching
+        cap = np.full(len(position), np.inf) if provable is None else provable
+        if not approaching.any():
+            return np.ones(len(position)), cap
         fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
-            else float(room > 0.0)
+            else 0.0    # no slowdown distance: inside the margin, nothing approaches
         # Each approaching joint may use up its share of the room by the motion bound.
         spend = self._kinematics.reach * approaching.sum()
         with np.errstate(divide='ignore'):
             budget = np.where(spend > 0.0, max(room, 0.0) / spend, np.inf)
         stopping = np.where(np.isinf(budget), np.inf, braking_speed(
             np.where(np.isinf(budget), 0.0, budget), limits.max_acceleration, dt))
-        self.state, self._approaching = 'slowed', approaching
         return (np.where(approaching, fraction, 1.0),
-                np.where(approaching, stopping, np.inf))
+                np.where(approaching, np.minimum(stopping, cap), cap))
+
+    def _provable(self, velocity: np.ndarray, limits: object, dt: float, room: float
+                  ) -> np.ndarray | None:
+        """
+        Return speed caps under which the next command's motion bound stays provable.
+
+        From the room above the motion's floor the checks prove about that much of the
+        bound each, so the next step's fastest motion (a speed-up at the acceleration limit
+        included) is held to PROVEN_CHECKS of them; None when it is within that anyway.
+        """
+        with np.errstate(invalid='ignore'):
+            speeds = np.minimum(np.abs(velocity) + limits.max_acceleration * dt,
+                                limits.max_velocity)
+        if not np.all(np.isfinite(speeds)):
+            return None
+        needed = self._kinematics.rate(speeds * dt)
+        allowed = PROVEN_CHECKS * room
+        return None if needed <= allowed else speeds * (allowed / needed)
 
     def settle(self, previous: np.ndarray, position: np.ndarray) -> None:
         """Call a slowdown that let no approaching joint move a halt (for the status)."""
