@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from fabrik_ros.motion import limit_step, MotionLimits, time_to_reach
 import numpy as np
@@ -122,6 +123,9 @@ class CommandStream:
         # The widest of the old and new position ranges while new limits take over.
         self._outer = (limits.lower, limits.upper)
         self.limits = limits
+        # The collision slowdown of the next step only: per joint, a scale of the velocity
+        # limit and a cap (rad/s); None: none (fabrik_ros.controller_collision).
+        self.slowdown: tuple[np.ndarray, np.ndarray] | None = None
         self.set_limits(limits)
 
     def set_limits(self, limits: MotionLimits) -> None:
@@ -195,10 +199,30 @@ class CommandStream:
         self._stop = stopping_point(self.position, self.velocity, self.limits,
                                     self.dt or 0.0)
 
+    @property
+    def heading(self) -> np.ndarray | None:
+        """Return where the next steps head: the goal, or where it holds (None unstarted)."""
+        return self.goal if self.goal is not None else self._stop
+
+    def take(self, position: np.ndarray, velocity: np.ndarray) -> None:
+        """
+        Go on from the command actually sent (a collision stop cut the step short).
+
+        A hold brakes from there: its stop point moves with the command.
+        """
+        self.position, self.velocity = np.array(position, dtype=float), np.array(velocity)
+        if self.goal is None:
+            self._stop = stopping_point(self.position, self.velocity, self.limits,
+                                        self.dt or 0.0)
+
     def step(self) -> np.ndarray:
         """Advance one command; return the new position (the stream must be started)."""
         target = self.goal if self.goal is not None else self._stop
         limits = self.limits if self._acceleration is None else self._limits_in_force()
+        if self.slowdown is not None and self.dt is not None:  # reached at the acceleration
+            scale, cap = self.slowdown
+            top = np.where(scale > 0.0, limits.max_velocity * scale, 0.0)
+            limits = replace(limits, max_velocity=np.minimum(top, cap))
         if self.dt is None and self._unguarded:
             self.position = target  # already within the limits: the jump is the command
         elif self.dt is None:

@@ -51,6 +51,7 @@ import math
 
 from fabrik_ros.chain import rotation_from_quaternion
 from fabrik_ros.command import CommandStream, joint_order, measured_positions, STALLED_PERIODS
+from fabrik_ros.controller_collision import guarded_step, StreamCollision
 from fabrik_ros.controller_jog import JogInput
 from fabrik_ros.controller_model import change_model
 from fabrik_ros.controller_solve import follow_body, move_body, solve, target_refusal
@@ -109,6 +110,7 @@ class IkController:
         self.body_goal = np.zeros(3)
         self._body_time = now
         self.jog = JogInput(self)  # twists and joint jogs: controller_jog
+        self.collision = StreamCollision()  # the stream's collision check: controller_collision
         if not feedback:
             self.stream.start(chain.neutral())
 
@@ -349,7 +351,7 @@ class IkController:
             return None
         stream = self.stream
         previous = stream.position
-        position = self.jog.step(now) if self.jog.active else stream.step()
+        position = guarded_step(self, now)  # jogging or the stream, collisions checked
         command = Command(position, None if stream.dt is None else stream.velocity, previous)
         if self._disabling and not np.any(stream.velocity):
             self.enabled = self._disabling = False  # at rest: from now on, silence

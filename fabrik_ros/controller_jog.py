@@ -117,7 +117,7 @@ class JogInput:
                 and np.array_equal(stream.velocity, jogger.velocity)):
             jogger.reset(stream.position, stream.velocity)  # a stalled tick stood still
         jogger.set_limits(self._limits())
-        command = jogger.tick(now)
+        command = jogger.tick(now, stream.slowdown)
         stream.position, stream.velocity = command.position, command.velocity
         self.status = command.status
         if jogger.at_rest and not self._fresh(now):

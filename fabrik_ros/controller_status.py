@@ -101,10 +101,14 @@ def _headline(controller: IkController, now: float) -> tuple[str, str]:
         return 'OK', 'disabled: no commands are sent'
     if holding:
         return 'WARN', f'holding: {holding}'
+    collision = controller.collision.describe()
     if controller.jog.active:
         status = controller.jog.status
         return ('OK' if status == JogStatus.NO_WARNING else 'WARN',
-                f'jogging ({controller.jog.source}): {status.name.lower()}')
+                f'jogging ({controller.jog.source}): {status.name.lower()}'
+                + (f'; {collision}' if collision else ''))
+    if collision:
+        return 'WARN', f'stream {collision}'
     if result is None:
         return 'OK', 'waiting for a target'
     if result.reached:
@@ -142,6 +146,13 @@ def status_of(controller: IkController, now: float, period: float) -> Status:
         'enabled': controller.enabled, 'targets_refused': controller.refused,
         'last_refusal': controller.last_refusal, 'reached': False,
         **controller.stats.values(period), **_result_values(controller)}
+    if controller.collision.active:   # what the stream's own check saw at the last command
+        collision = controller.collision
+        values.update({'stream_collision': collision.state or 'clear',
+                       'stream_clearance_m': ('' if collision.exact else 'at least ')
+                       + f'{collision.clearance:.4f}',
+                       'stream_closest_pair': ' - '.join(collision.pair) if collision.exact
+                       else 'none nearer'})
     jog = controller.jog
     values.update({'jog_status': f'{int(jog.status)} {jog.status.name}',
                    'jog_source': jog.source or 'none', 'jog_refused': jog.refused})

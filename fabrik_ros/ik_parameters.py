@@ -79,6 +79,10 @@ NODE_PARAMETERS = {
     'collision_margin': (0.01, descriptor(
         'Distance every checked pair (links, obstacles) keeps in a reached answer, metres',
         float_range=(0.0, 1.0))),
+    'collision_slowdown_distance': (0.1, descriptor(
+        'The command stream slows the joints that approach a checked pair within this '
+        'distance beyond collision_margin, to a stop at the margin, metres; 0: only the stop',
+        float_range=(0.0, 10.0))),
     'tolerance': (1e-4, descriptor(
         'Target reached when the tip is this close, metres', float_range=(1e-7, 1.0))),
     'orientation_mode': ('full', descriptor(

@@ -153,6 +153,7 @@ class Jogger:
         self._twists: dict[int, tuple[np.ndarray, float]] = {}
         self._joint_jog: tuple[np.ndarray, float] | None = None
         self._previous_sigma = np.inf
+        self._slowdown: tuple[np.ndarray, np.ndarray] | None = None  # this tick's (tick)
         self.reset(position)
 
     # ------------------------------------------------------------------ commands
@@ -173,6 +174,16 @@ class Jogger:
         self.position = np.clip(position, self.limits.lower, self.limits.upper)
         self.velocity = velocity.copy()
         self.stop()
+
+    def take(self, position: np.ndarray, velocity: np.ndarray) -> None:
+        """
+        Go on from the command actually sent (cut short by a collision stop), commands kept.
+
+        The goals move onto what the arm achieves there: nothing catches up into the stop.
+        """
+        self.position = np.array(position, dtype=float)
+        self.velocity = np.array(velocity, dtype=float)
+        self._hold_here()
 
     def stop(self) -> None:
         """Forget every command: the next ticks brake to rest where the arm is."""
@@ -231,9 +242,17 @@ class Jogger:
 
     # ------------------------------------------------------------------ the tick
 
-    def tick(self, now: float) -> JogCommand:
-        """Advance one command period; return the new command and the status."""
+    def tick(self, now: float, slowdown: tuple[np.ndarray, np.ndarray] | None = None
+             ) -> JogCommand:
+        """
+        Advance one command period; return the new command and the status.
+
+        slowdown: per joint, a scale of the solved velocity and a cap (rad/s) for this tick
+        (fabrik_ros.controller_collision), each reached at the joint's acceleration limit;
+        joints with scale 1 and no cap keep their speed.
+        """
         _check_time(now)
+        self._slowdown = slowdown
         s = self.settings
         fresh = {i: t for i, (t, stamp) in self._twists.items() if now - stamp <= s.timeout}
         jog = self._joint_jog
@@ -378,6 +397,9 @@ class Jogger:
         limits, dt = self.limits, self.settings.command_period
         reach = limits.max_acceleration * dt
         low, high, _ = self._velocity_bounds()
+        if self._slowdown is not None:
+            scale, cap = self._slowdown
+            wanted = np.clip(wanted * scale, -cap, cap)
         velocity = np.clip(np.clip(wanted, low, high), self.velocity - reach,
                            self.velocity + reach)
         position = np.clip(self.position + velocity * dt, limits.lower, limits.upper)

@@ -37,7 +37,7 @@ SETTING_NAMES = ('tolerance', 'max_iterations', 'max_restarts', 'max_joint_step'
                  'target_timeout', 'feedback_timeout', 'target_window',
                  'default_max_velocity', 'default_max_acceleration', 'root', 'solve_timeout',
                  'max_body_velocity', 'orientation_mode', 'orientation_tolerance', 'tool_axis',
-                 'self_collision', 'collision_margin')
+                 'self_collision', 'collision_margin', 'collision_slowdown_distance')
 # effector_weights.<effector>: the effector's weight in conflicts (0: the solver's default).
 WEIGHTS_PREFIX = 'effector_weights.'
 # rad/s^2: a joint_limits.<joint>.max_acceleration above it is a typo (1.7e308 overflows
@@ -67,6 +67,8 @@ class Settings:
     tool_axis: tuple[float, float, float] = (0.0, 0.0, 1.0)  # tool frame, unit ('axis' mode)
     self_collision: bool = True  # where the description gives collision geometry
     collision_margin: float = 0.01  # metres every checked pair keeps in a reached answer
+    # metres beyond the margin within which the stream slows what approaches (0: no slowdown)
+    collision_slowdown_distance: float = 0.1
 
     @classmethod
     def from_parameters(cls, model: Chain, values: Mapping[str, object]) -> Settings:
@@ -98,7 +100,7 @@ class Settings:
                              f'got {step}')
         if values['root'] not in ROOT_MODES:
             raise ValueError(f"root must be one of {list(ROOT_MODES)}, got {values['root']!r}")
-        for name in ('solve_timeout', 'max_body_velocity'):
+        for name in ('solve_timeout', 'max_body_velocity', 'collision_slowdown_distance'):
             if not 0.0 <= values[name] < math.inf:
                 raise ValueError(f'{name} must be a finite number >= 0, got {values[name]}')
         mode = values['orientation_mode']
@@ -126,7 +128,8 @@ class Settings:
                    orientation_tolerance=float(values['orientation_tolerance']),
                    tool_axis=tuple((axis / norm).tolist()),
                    self_collision=bool(values['self_collision']),
-                   collision_margin=float(values['collision_margin']))
+                   collision_margin=float(values['collision_margin']),
+                   collision_slowdown_distance=float(values['collision_slowdown_distance']))
 
     def solver(self, **overrides: object) -> IkSolver:
         """Return a solver for these settings (solve_timeout 0: no time budget), but overrides."""

@@ -1,0 +1,400 @@
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Collisions in the command stream, without ROS: each command and the motion to it checked.
+
+`StreamCollision` is the controller's `collision` (fabrik_ros.controller); `guarded_step`
+advances the command stream (or the jogging) one command through it. It checks what the
+solver checks (ik.collisions.Collisions: the links against each other where self-collision
+is on, and against the obstacles with a pinned root) with the same collision_margin m.
+
+The rule, with c0 the clearance of the command before and ESCAPE_DIP = 0.5 mm:
+
+- every command is at least min(m, c0) clear: a clear stream stays clear, and an arm
+  already closer than m (an obstacle put on it, a start in collision) never gets closer;
+- the straight joint motion from one command to the next stays at least
+  min(m, c0 - ESCAPE_DIP) clear. The allowance lets an arm that stands at the margin, or
+  inside it, move along or away: a bound on how fast the clearance may fall cannot prove
+  any motion clear from exactly the bound.
+
+The proof is conservative advancement: a point of a link moves at most sum |dq_i| R_i
+along the straight joint motion dq, R_i the farthest any surface of the link can be from
+joint i moving it (link lengths and capsules, any configuration; 1 for a prismatic joint),
+so its distance to an obstacle falls at most that; two links' distance changes only with
+the joints that move one of them and not the other. The largest of these bounds over the
+checked pairs bounds the clearance's fall. Far from everything (beyond the slowdown and
+FAR), the clearance before minus that bound is a lower bound of the next one, so a
+command is checked only once the bound comes that near.
+From a checked point with clearance c the motion is clear for (c - floor) / bound of its
+length; the next check starts there, at most MAX_CHECKS per command. A command the checks
+cannot take to its end stops at the farthest proven point: a collision stop, the one case
+where the command slows down faster than the acceleration limit (as MoveIt Servo halts).
+
+Slowing down keeps those stops rare: within collision_slowdown_distance D of the margin,
+the joints whose motion lowers the clearance (dc/dq_i * v_i < 0, from the closest pair's
+points) move at f = (c - m) / D of the speed they would have (the stream's velocity limit,
+a jog's solved velocity), and at most at the speed from which they still stop, at the
+acceleration limit, before using up the room c - m by the same bound. Joints that move
+away or along keep their speed, but for one cap on every joint close to the margin: the
+next command's motion stays within what PROVEN_CHECKS checks can prove from the room left
+(else it would end in a collision stop). The limiter brakes to the caps at the
+acceleration limit. With nothing to check (no obstacles, self-collision off) nothing here
+runs: the stream is exactly as without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import TYPE_CHECKING
+
+from fabrik_ros.ik.collisions import Collisions
+from fabrik_ros.jog import JogStatus
+from fabrik_ros.motion import braking_speed
+import numpy as np
+
+if TYPE_CHECKING:  # the controller hands itself in: no import circle at run time
+    from fabrik_ros.controller import IkController
+
+ESCAPE_DIP = 0.0005     # m: how far the motion between commands may dip below its start
+MAX_CHECKS = 8          # clearance checks along one command's motion
+PROVEN_CHECKS = 6       # the slowdown keeps a command's motion provable in this many
+FAR = 0.05              # m beyond the margin: at least this far, commands skip the check
+
+
+@dataclass
+class _Check:
+    """The clearance at one configuration: distance, pair (indices), FK frames."""
+
+    q: np.ndarray
+    distance: float
+    first: int          # body index, -1: nothing checked
+    second: int         # body index, or bodies + obstacle index
+    world: np.ndarray | None
+    gradient: np.ndarray | None = None  # dc/dq, computed when first needed
+    exact: bool = True  # False: distance is a lower bound (far from everything), no pair
+
+
+class StreamCollision:
+    """The stream's collision check and slowdown for one controller; see the module."""
+
+    def __init__(self) -> None:
+        """Start with nothing checked; `update` builds the check for the settings."""
+        self._key: tuple | None = None   # the settings and obstacles checked
+        self._collisions: Collisions | None = None
+        self.active = False
+        self.state = ''             # 'slowed', 'halted' (a collision stop) or '' (clear)
+        self.cut = False            # the last command stopped short (a collision stop)
+        self.clearance = math.inf   # m, at the last command (a lower bound unless exact)
+        self.exact = True
+        self.pair = ('', '')        # its closest pair's names
+        self._last: _Check | None = None
+        self._approaching: np.ndarray | None = None  # joints the slowdown caps
+
+    def update(self, controller: IkController) -> bool:
+        """Follow the controller's settings and obstacles; return whether anything is checked."""
+        settings = controller.settings
+        obstacles = controller.obstacles if settings.root == 'pinned' else ()
+        key = self._key   # the objects themselves: an id may be reused once one is freed
+        if key is not None and key[0] is settings and key[1] is obstacles:
+            return self.active
+        self._key, self._last = (settings, obstacles), None
+        self.state, self.clearance, self.pair = '', math.inf, ('', '')
+        collisions = Collisions(settings.chain, settings.collision_margin,
+                                None if settings.self_collision else False)
+        collisions.set_obstacles(list(obstacles))
+        self.active = collisions.active
+        self._collisions = collisions if self.active else None
+        if self.active:
+            self._margin = collisions.margin
+            self._slowdown = settings.collision_slowdown_distance
+            # Beyond the slowdown (and FAR) a lower bound of the clearance is all a command
+            # needs: it is not checked again until the bound comes that near.
+            self._far = self._margin + max(self._slowdown, FAR)
+            self._model, self._scene = collisions.model, collisions.scene
+            self._kinematics = _Kinematics(settings.chain, self._model, len(self._scene) > 0)
+        return self.active
+
+    # ---- the slowdown ---------------------------------------------------------------
+
+    def slowdown(self, position: np.ndarray, velocity: np.ndarray,
+                 heading: np.ndarray | None, limits: object, dt: float
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+        """
+        Return the next command's per-joint speed scale and cap (rad/s), None if none.
+
+        Joints that approach get the scale (c - m) / D of the speed they would have (the
+        stream's velocity limit, a jog's solved velocity) and a cap at the speed from which
+        they still stop in the room left; the others 1. Every joint is capped so that the
+        check can prove the next command in PROVEN_CHECKS checks. heading: where the stream
+        goes (joints at rest there count as moving toward it).
+        """
+        check = self._check(position)
+        if not check.distance - self._margin < self._slowdown:
+            return None     # a lower bound will do
+        check = self._exact(check)
+        room = check.distance - self._margin
+        if check.first < 0:
+            return None
+        gradient = self._gradient(check)
+        direction = velocity if heading is None else np.where(velocity != 0.0, velocity,
+                                                              heading - position)
+        approaching = gradient * direction < 0.0
+        provable = self._provable(velocity, limits, dt, max(room, ESCAPE_DIP))
+        if not approaching.any() and provable is None:
+            return None
+        self.state, self._approaching = 'slowed', approaching
+        cap = np.full(len(position), np.inf) if provable is None else provable
+        if not approaching.any():
+            return np.ones(len(position)), cap
+        fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
+            else 0.0    # no slowdown distance: inside the margin, nothing approaches
+        # Each approaching joint may use up its share of the room by the motion bound.
+        spend = self._kinematics.reach * approaching.sum()
+        with np.errstate(divide='ignore'):
+            budget = np.where(spend > 0.0, max(room, 0.0) / spend, np.inf)
+        stopping = np.where(np.isinf(budget), np.inf, braking_speed(
+            np.where(np.isinf(budget), 0.0, budget), limits.max_acceleration, dt))
+        return (np.where(approaching, fraction, 1.0),
+                np.where(approaching, np.minimum(stopping, cap), cap))
+
+    def _provable(self, velocity: np.ndarray, limits: object, dt: float, room: float
+                  ) -> np.ndarray | None:
+        """
+        Return speed caps under which the next command's motion bound stays provable.
+
+        From the room above the motion's floor the checks prove about that much of the
+        bound each, so the next step's fastest motion (a speed-up at the acceleration limit
+        included) is held to PROVEN_CHECKS of them; None when it is within that anyway.
+        """
+        with np.errstate(invalid='ignore'):
+            speeds = np.minimum(np.abs(velocity) + limits.max_acceleration * dt,
+                                limits.max_velocity)
+        if not np.all(np.isfinite(speeds)):
+            return None
+        needed = self._kinematics.rate(speeds * dt)
+        allowed = PROVEN_CHECKS * room
+        return None if needed <= allowed else speeds * (allowed / needed)
+
+    def settle(self, previous: np.ndarray, position: np.ndarray) -> None:
+        """Call a slowdown that let no approaching joint move a halt (for the status)."""
+        if self.state == 'slowed' and not np.any(
+                np.abs(position - previous)[self._approaching] > 1e-9):
+            self.state = 'halted'
+
+    def describe(self) -> str:
+        """Say why the stream is slowed or halted, naming the pair ('' when clear)."""
+        if not self.state:
+            return ''
+        first, second = self.pair
+        return (f'{self.state} by a collision check: {first} and {second} '
+                f'{self.clearance:.4f} m apart (collision_margin {self._margin} m)')
+
+    # ---- the rule -------------------------------------------------------------------
+
+    def clear_step(self, previous: np.ndarray, proposed: np.ndarray) -> np.ndarray:
+        """Return the farthest point of previous -> proposed the rule allows (see module)."""
+        start = self._check(previous)
+        delta = proposed - previous
+        self.cut = False
+        if not np.any(delta):
+            self._report(start)
+            return proposed
+        bound = self._kinematics.rate(delta)  # m of clearance per unit of the motion
+        if start.distance - bound >= self._far:  # far from everything, and stays so
+            self._last = _Check(proposed.copy(), start.distance - bound, -1, -1, None,
+                                exact=False)
+            self._report(self._last)
+            return proposed
+        start = self._exact(start)
+        floor = min(self._margin, start.distance)        # of the command
+        dip = min(self._margin, start.distance - ESCAPE_DIP)  # of the motion
+        best, best_t = start, 0.0
+        t, distance = 0.0, start.distance
+        for _ in range(MAX_CHECKS):
+            room = distance - dip
+            if not room > 0.0:
+                break
+            t = 1.0 if bound * (1.0 - t) <= room else t + room / bound
+            check = self._evaluate(proposed if t == 1.0 else previous + t * delta)
+            closer = check.distance < distance
+            distance = check.distance
+            if distance >= floor:
+                best, best_t = check, t
+            elif closer:
+                break   # heading in below the floor: no farther point will be sent
+            if t == 1.0:
+                break
+        self._last = best
+        self._report(best)
+        if best_t == 1.0:
+            return proposed
+        self.cut, self.state = True, 'halted'
+        return best.q.copy()
+
+    # ---- internals ------------------------------------------------------------------
+
+    def _report(self, check: _Check) -> None:
+        """Keep the clearance and pair of the command sent, for the diagnostics."""
+        self.clearance, self.exact = check.distance, check.exact
+        self.pair = self._names(check)
+
+    def _exact(self, check: _Check) -> _Check:
+        """Return check itself, or an evaluation at its q where it only bounds the clearance."""
+        if not check.exact:
+            check = self._last = self._evaluate(check.q)
+        return check
+
+    def _names(self, check: _Check) -> tuple[str, str]:
+        if check.first < 0:
+            return ('', '')
+        names, bodies = self._model.names, len(self._model.names)
+        other = names[check.second] if check.second < bodies \
+            else self._scene.name(check.second - bodies)
+        return names[check.first], other
+
+    def _check(self, q: np.ndarray) -> _Check:
+        """Return the check of q: the last command's when it is q, else a new one."""
+        last = self._last
+        if last is not None and np.array_equal(last.q, q):
+            return last
+        self._last = self._evaluate(q)
+        return self._last
+
+    def _evaluate(self, q: np.ndarray) -> _Check:
+        world = self._kinematics.chain.world_frames(q)
+        distance, first, second = self._model.nearest(world, self._scene)
+        return _Check(np.array(q, dtype=float), float(distance), int(first), int(second),
+                      world)
+
+    def _gradient(self, check: _Check) -> np.ndarray:
+        """Return dc/dq of the closest pair at check (zero where its normal is undefined)."""
+        if check.gradient is None:
+            points = self._model.clearance(check.world, self._scene).points
+            check.gradient = self._kinematics.gradient(check, points,
+                                                       len(self._model.names))
+        return check.gradient
+
+
+class _Kinematics:
+    """A chain's joint reaches (the motion bound) and the closest pair's gradient."""
+
+    def __init__(self, chain: object, model: object, obstacles: bool) -> None:
+        """
+        Bound, per checked pair and coordinate, how fast the pair's distance can fall.
+
+        A link against an obstacle: every joint that moves the link, at its reach to it. Two
+        links: the joints that move one of them but not the other; a joint moving both
+        turns them together, which keeps their distance.
+        """
+        self.chain = chain
+        joints = chain.joints
+        count = len(joints)
+        self.prismatic = np.array([joint.prismatic for joint in joints], dtype=bool)
+        self.axes_local = np.array([joint.axis for joint in joints], dtype=float)
+        moves = np.zeros((count + 1, count), dtype=bool)     # frame row -> joints moving it
+        for index, joint in enumerate(joints):
+            moves[index + 1] = moves[joint.parent + 1]
+            moves[index + 1, index] = True
+        self.moves = moves
+        length = np.array([np.linalg.norm(joint.origin_xyz) + (
+            max(abs(joint.lower), abs(joint.upper)) if joint.prismatic else 0.0)
+            for joint in joints])
+        # reach[b, j]: the farthest a surface point of body b lies from joint j moving it.
+        reach = np.zeros((len(model.bodies), count))
+        for row, body in enumerate(model.bodies):
+            extent = max(np.linalg.norm(body.start), np.linalg.norm(body.end)) + body.radius
+            joint, path = body.frame - 1, 0.0
+            while joint >= 0:
+                reach[row, joint] = 1.0 if joints[joint].prismatic else path + extent
+                path += length[joint]
+                joint = joints[joint].parent
+        self.body_frames = np.array([body.frame for body in model.bodies], dtype=int)
+        rows = [reach[model.moving]] if obstacles else []
+        if len(model.pairs):
+            first, second = model.pairs[:, 0], model.pairs[:, 1]
+            moves_first = moves[self.body_frames[first]]
+            moves_second = moves[self.body_frames[second]]
+            rows.append(np.where(moves_first & ~moves_second, reach[first], 0.0)
+                        + np.where(moves_second & ~moves_first, reach[second], 0.0))
+        coupling = np.zeros((count, chain.dof))
+        coupling[np.arange(count), chain.coordinate_of_joint] = (
+            chain.multipliers if chain.coupled else 1.0)
+        self.coupling = coupling
+        # Per checked row (a link and the obstacles, a self pair) and coordinate.
+        self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
+            else np.zeros((1, chain.dof))
+        self.reach = self.rows.max(axis=0)  # per coordinate, over every pair
+
+    def rate(self, delta: np.ndarray) -> float:
+        """Return how far (m) the clearance may fall along the joint motion delta."""
+        return float(np.max(self.rows @ np.abs(delta)))
+
+    def gradient(self, check: _Check, points: np.ndarray, bodies: int) -> np.ndarray:
+        """Return dc/dq from the closest pair's surface points (2, 3), base frame."""
+        gap = points[1] - points[0]
+        length = float(np.linalg.norm(gap))
+        if not length > 1e-12:
+            return np.zeros(self.chain.dof)
+        normal = gap / length * (1.0 if check.distance >= 0.0 else -1.0)
+        world = check.world
+        axes = np.einsum('nij,nj->ni', world[1:, :3, :3], self.axes_local)
+        origins = world[1:, :3, 3]
+        # normal . (axis x (point - origin)) = (point - origin) . (normal x axis)
+        turn, slide = np.cross(normal, axes), axes @ normal
+
+        def along(point: np.ndarray, body: int) -> np.ndarray:
+            """Return how fast a point fixed on `body` moves along the normal, per joint."""
+            speed = np.where(self.prismatic, slide, ((point - origins) * turn).sum(axis=1))
+            return speed * self.moves[self.body_frames[body]]
+        rate = -along(points[0], check.first)
+        if check.second < bodies:
+            rate += along(points[1], check.second)
+        return rate @ self.coupling
+
+
+def guarded_step(controller: IkController, now: float) -> np.ndarray:
+    """
+    Advance the stream (or the jogging) one command within the collision rule.
+
+    The stream's position and velocity become the command's; a collision stop carries
+    the jogger on from it too, its commands kept.
+    """
+    stream, jog, collision = controller.stream, controller.jog, controller.collision
+    collision.state, collision.cut = '', False
+    if not collision.update(controller):
+        return jog.step(now) if jog.active else stream.step()
+    previous = stream.position.copy()
+    if stream.dt is not None:
+        stream.slowdown = collision.slowdown(
+            previous, stream.velocity, None if jog.active else stream.heading,
+            stream.limits, stream.dt)
+    try:
+        proposed = jog.step(now) if jog.active else stream.step()
+    finally:
+        stream.slowdown = None
+    position = collision.clear_step(previous, proposed)
+    collision.settle(previous, position)
+    if collision.cut:
+        velocity = stream.velocity if stream.dt is None else (position - previous) / stream.dt
+        stream.take(position, velocity)
+        if jog.jogger is not None:
+            jog.jogger.take(position, velocity)
+    if jog.active and collision.cut:
+        jog.status = JogStatus.HALT_FOR_COLLISION
+    elif jog.active and collision.state and jog.status == JogStatus.NO_WARNING:
+        jog.status = JogStatus.DECELERATE_FOR_COLLISION if collision.state == 'slowed' \
+            else JogStatus.HALT_FOR_COLLISION
+    return stream.position
