@@ -31,7 +31,7 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 import xml.etree.ElementTree as ElementTree
 
 from fabrik_ros.collision.distance import segment_box, segment_segment, segment_slab
-from fabrik_ros.collision.nearest import CheckRows, nearest
+from fabrik_ros.collision.nearest import CheckRows, clear_of, nearest
 from fabrik_ros.collision.shapes import Box, Cylinder, Obstacle, Scene
 import numpy as np
 
@@ -144,10 +144,21 @@ class CollisionModel:
         """
         Return the smallest checked distance at FK frames `world` (metres), the hot check.
 
-        Equal to clearance(...).distance to rounding, with less work: every pair in the
-        same few batched operations, no closest points (fabrik_ros.collision.nearest).
+        Equal to clearance(...).distance to rounding, with less work: every pair bounded
+        in one batch, only the pairs a bound cannot rule out measured exactly, no closest
+        points (fabrik_ros.collision.nearest).
         """
         return self.nearest(world, scene)[0]
+
+    def is_clear(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = (),
+                 distance: float = 0.0) -> bool:
+        """
+        Return whether every checked pair is at least `distance` (metres) apart at `world`.
+
+        The same as min_distance(world, scene) >= distance, cheaper: only the pairs whose
+        bound is below `distance` are measured, and the first one found closer ends it.
+        """
+        return clear_of(self, self._rows(self.scene(scene)), world, float(distance))
 
     def nearest_names(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
                       ) -> tuple[float, tuple[str, str]]:
