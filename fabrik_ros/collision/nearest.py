@@ -45,7 +45,7 @@ if TYPE_CHECKING:   # the model imports this module
 
 _TINY = 1e-18       # as distance._TINY: the branch-free segment kernel's guard
 _INF = float('inf')
-BALL_SLACK = 0.04   # m: the balls of the bounds reach at most this beyond their capsule
+BALL_SLACK = 0.06   # m: the balls of the bounds reach at most this beyond their capsule
 
 
 class CheckRows:
@@ -110,18 +110,20 @@ class CheckRows:
                radii: np.ndarray) -> None:
         """Stack every box's frame as one affine map, and each ball-box entry's pair."""
         boxes, balls = self.boxes, self.balls
-        # x_local = R^T (x - t) of every box at once on homogeneous points: (3 k, 4).
-        self.projection = np.concatenate((
-            scene.box_rotations.transpose(0, 2, 1).reshape(-1, 3),
-            -np.einsum('kji,kj->ki', scene.box_rotations,
-                       scene.box_translations).reshape(-1, 1)), axis=1)
-        self.half_sizes = np.repeat(scene.half_sizes.reshape(-1, 1), balls, axis=1)
+        # Every box's six face planes on homogeneous points, (6 k, 4): a point's largest
+        # signed plane distance is the largest excess of its box coordinates, |x_i| - h_i.
+        normals = np.concatenate((scene.box_rotations, -scene.box_rotations), axis=2)
+        normals = normals.transpose(0, 2, 1)[:, [0, 3, 1, 4, 2, 5]]        # (k, 6, 3)
+        heights = np.einsum('kfi,ki->kf', normals, scene.box_translations) + np.repeat(
+            scene.half_sizes, 2, axis=1)
+        self.planes = np.concatenate((normals, -heights[:, :, None]), axis=2).reshape(-1, 4)
         # Entries box-major, then ball by ball; balls of bodies on the base never count.
         offsets = np.full((boxes, balls), _INF)
         owner = np.repeat(np.arange(len(body_balls)), [len(b) for b in body_balls])
         moving = np.isin(owner, model.moving)
         offsets[:, moving] = radii[moving]
-        self.box_offsets = np.where(np.isfinite(offsets), -offsets, _INF).ravel()
+        self.offsets = np.concatenate((self.offsets, np.where(np.isfinite(offsets), -offsets,
+                                                              _INF).ravel()))
         pairs = {}
         for body in (model.moving.tolist() if boxes else []):
             pairs[body] = len(self.pairs)
@@ -177,12 +179,11 @@ def bounds(rows: CheckRows, world: np.ndarray) -> tuple[np.ndarray, list]:
     balls = rows.balls
     centres = np.concatenate((placed[:3, :balls], rows.fixed_centres), axis=1)
     differences = centres.take(rows.first, axis=1) - centres.take(rows.second, axis=1)
-    bound = np.sqrt(np.add.reduce(differences * differences, axis=0)) + rows.offsets
+    bound = np.sqrt(np.add.reduce(differences * differences, axis=0))
     if rows.boxes:
-        excess = np.abs(rows.projection.dot(placed[:, :balls])) - rows.half_sizes
-        bound = np.concatenate((bound, np.maximum.reduce(
-            excess.reshape(rows.boxes, 3, balls), axis=1).ravel() + rows.box_offsets))
-    return bound, placed[:3, balls:].tolist()
+        faces = rows.planes.dot(placed[:, :balls]).reshape(rows.boxes, 6, balls)
+        bound = np.concatenate((bound, np.maximum.reduce(faces, axis=1).ravel()))
+    return bound + rows.offsets, placed[:3, balls:].tolist()
 
 
 def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
@@ -200,7 +201,7 @@ def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
     entry_pair = rows.entry_pair
     best_pair = entry_pair[int(flat.argmin())]
     best = exact(rows, points, best_pair)
-    candidates = np.flatnonzero(flat < best)
+    candidates = (flat < best).nonzero()[0]
     if len(candidates) > 1:
         done = {best_pair}
         for bound, entry in sorted(zip(flat[candidates].tolist(), candidates.tolist())):
@@ -225,7 +226,7 @@ def clear_of(model: CollisionModel, rows: CheckRows, world: np.ndarray,
     if not rows.any:
         return True
     flat, points = bounds(rows, world)
-    candidates = np.flatnonzero(flat < distance)
+    candidates = (flat < distance).nonzero()[0]
     done = set()
     for _, entry in sorted(zip(flat[candidates].tolist(), candidates.tolist())):
         pair = rows.entry_pair[entry]
