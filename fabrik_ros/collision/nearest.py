@@ -304,41 +304,40 @@ def _segment_box(start: tuple, direction: tuple, half: tuple) -> float:
     breaks. Where the segment meets the box: the deeper of its ends inside it (minus
     its depth), else zero.
     """
-    if _slope(start, direction, half, 0.0) >= 0.0:
-        at = 0.0
-    elif _slope(start, direction, half, 1.0) <= 0.0:
+    sx, sy, sz = start
+    dx, dy, dz = direction
+    hx, hy, hz = half
+    at = 0.0
+    low_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, 0.0)
+    if low_slope < 0.0:
         at = 1.0
-    else:
-        breaks = sorted(t for k in range(3) if direction[k] != 0.0
-                        for t in ((half[k] - start[k]) / direction[k],
-                                  (-half[k] - start[k]) / direction[k]) if 0.0 < t < 1.0)
-        low, low_slope = 0.0, _slope(start, direction, half, 0.0)
-        at = -1.0
-        for high in breaks + [1.0]:
-            high_slope = _slope(start, direction, half, high)
-            if high_slope >= 0.0:
-                at = low + (high - low) * (-low_slope / (high_slope - low_slope))
-                break
-            low, low_slope = high, high_slope
-    squared = 0.0
-    for k in range(3):
-        x = abs(start[k] + at * direction[k]) - half[k]
-        if x > 0.0:
-            squared += x * x
+        high_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, 1.0)
+        if high_slope > 0.0:
+            low = 0.0
+            for high in sorted(t for t in (
+                    (hx - sx) / dx if dx else 2.0, (-hx - sx) / dx if dx else 2.0,
+                    (hy - sy) / dy if dy else 2.0, (-hy - sy) / dy if dy else 2.0,
+                    (hz - sz) / dz if dz else 2.0, (-hz - sz) / dz if dz else 2.0)
+                    if 0.0 < t < 1.0) + [1.0]:
+                high_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, high)
+                if high_slope >= 0.0:
+                    at = low + (high - low) * (-low_slope / (high_slope - low_slope))
+                    break
+                low, low_slope = high, high_slope
+    x, y, z = abs(sx + at * dx) - hx, abs(sy + at * dy) - hy, abs(sz + at * dz) - hz
+    squared = ((x * x if x > 0.0 else 0.0) + (y * y if y > 0.0 else 0.0)
+               + (z * z if z > 0.0 else 0.0))
     if squared > 0.0:
         return sqrt(squared)
-    depth = min(max(abs(start[k]) - half[k] for k in range(3)),
-                max(abs(start[k] + direction[k]) - half[k] for k in range(3)))
+    depth = min(max(abs(sx) - hx, abs(sy) - hy, abs(sz) - hz),
+                max(abs(sx + dx) - hx, abs(sy + dy) - hy, abs(sz + dz) - hz))
     return depth if depth < 0.0 else 0.0
 
 
-def _slope(start: tuple, direction: tuple, half: tuple, at: float) -> float:
+def _slope(sx: float, sy: float, sz: float, dx: float, dy: float, dz: float, hx: float,
+           hy: float, hz: float, at: float) -> float:
     """Return half the slope of the squared box distance at segment parameter `at`."""
-    slope = 0.0
-    for x0, d, h in zip(start, direction, half):
-        x = x0 + at * d
-        if x > h:
-            slope += (x - h) * d
-        elif x < -h:
-            slope += (x + h) * d
-    return slope
+    x, y, z = sx + at * dx, sy + at * dy, sz + at * dz
+    return (((x - hx) * dx if x > hx else (x + hx) * dx if x < -hx else 0.0)
+            + ((y - hy) * dy if y > hy else (y + hy) * dy if y < -hy else 0.0)
+            + ((z - hz) * dz if z > hz else (z + hz) * dz if z < -hz else 0.0))
