@@ -28,6 +28,7 @@ library only.
 from __future__ import annotations
 
 from typing import Callable, Iterable, NamedTuple, Sequence
+from weakref import WeakKeyDictionary
 import xml.etree.ElementTree as ElementTree
 
 from fabrik_ros.collision.distance import segment_box, segment_segment, segment_slab
@@ -89,7 +90,9 @@ class CollisionModel:
         # bodies are checked against obstacles.
         self.moving = np.flatnonzero(self.body_frames > 0)
         self.described = False  # from a URDF's <collision> geometry (see build)
-        self._last_rows: tuple[Scene, CheckRows] | None = None
+        # Per scene while it lives: a solver's scene and a caller's list (its scene) can
+        # alternate without rebuilding either.
+        self._rows_of: WeakKeyDictionary[Scene, CheckRows] = WeakKeyDictionary()
         self._last_scene: tuple[tuple[int, ...], Scene] | None = None
 
     @property
@@ -196,11 +199,11 @@ class CollisionModel:
         return cached[1]
 
     def _rows(self, scene: Scene) -> CheckRows:
-        """Return the index arrays of the rows against `scene`, kept for the last scene."""
-        cached = self._last_rows            # one read: other threads may replace it
-        if cached is None or cached[0] is not scene:
-            cached = self._last_rows = (scene, CheckRows(self, scene))
-        return cached[1]
+        """Return the bounds and exact pairs against `scene`, kept while the scene lives."""
+        rows = self._rows_of.get(scene)
+        if rows is None:
+            rows = self._rows_of[scene] = CheckRows(self, scene)
+        return rows
 
     def clearance(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
                   ) -> Clearance:
