@@ -176,6 +176,15 @@ def test_the_broad_phase_never_bounds_a_pair_above_its_distance(robot, obstacle_
     clearance = chain.collision.min_distance(world, scene)
     assert chain.collision.is_clear(world, scene, distance) == (clearance >= distance)
     assert chain.collision.is_clear(world, scene, clearance)
+    every = chain.collision.pair_distances(world, scene)
+    near = chain.collision.pair_distances(world, scene, within=distance)
+    kept = every.distances < distance
+    for field, expected in zip(near[:3], every[:3]):
+        np.testing.assert_allclose(field, expected[kept], rtol=0.0, atol=1e-12)
+    assert near.self_pairs == np.count_nonzero(kept[:every.self_pairs])
+    gaps = np.linalg.norm(near.points_second - near.points_first, axis=1)
+    outside = near.distances > 0.0      # closest points need not be unique, their gap is
+    np.testing.assert_allclose(gaps[outside], near.distances[outside], rtol=0.0, atol=1e-9)
 
 
 @settings(max_examples=100, deadline=None)

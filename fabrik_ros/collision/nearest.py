@@ -104,6 +104,7 @@ class CheckRows:
             self.local[frame:frame + 3, column], self.local[frame + 3, column] = xyz, w
         self._boxes(model, scene, body_balls, radii[:self.balls])
         self.any = bool(len(self.pairs))
+        self.entry_pairs = np.array(self.entry_pair, dtype=int)
         self._exact_constants(model, scene)
 
     def _boxes(self, model: CollisionModel, scene: Scene, body_balls: list,
@@ -307,23 +308,7 @@ def _segment_box(start: tuple, direction: tuple, half: tuple) -> float:
     sx, sy, sz = start
     dx, dy, dz = direction
     hx, hy, hz = half
-    at = 0.0
-    low_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, 0.0)
-    if low_slope < 0.0:
-        at = 1.0
-        high_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, 1.0)
-        if high_slope > 0.0:
-            low = 0.0
-            for high in sorted(t for t in (
-                    (hx - sx) / dx if dx else 2.0, (-hx - sx) / dx if dx else 2.0,
-                    (hy - sy) / dy if dy else 2.0, (-hy - sy) / dy if dy else 2.0,
-                    (hz - sz) / dz if dz else 2.0, (-hz - sz) / dz if dz else 2.0)
-                    if 0.0 < t < 1.0) + [1.0]:
-                high_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, high)
-                if high_slope >= 0.0:
-                    at = low + (high - low) * (-low_slope / (high_slope - low_slope))
-                    break
-                low, low_slope = high, high_slope
+    at = box_parameter(sx, sy, sz, dx, dy, dz, hx, hy, hz)
     x, y, z = abs(sx + at * dx) - hx, abs(sy + at * dy) - hy, abs(sz + at * dz) - hz
     squared = ((x * x if x > 0.0 else 0.0) + (y * y if y > 0.0 else 0.0)
                + (z * z if z > 0.0 else 0.0))
@@ -332,6 +317,28 @@ def _segment_box(start: tuple, direction: tuple, half: tuple) -> float:
     depth = min(max(abs(sx) - hx, abs(sy) - hy, abs(sz) - hz),
                 max(abs(sx + dx) - hx, abs(sy + dy) - hy, abs(sz + dz) - hz))
     return depth if depth < 0.0 else 0.0
+
+
+def box_parameter(sx: float, sy: float, sz: float, dx: float, dy: float, dz: float,
+                  hx: float, hy: float, hz: float) -> float:
+    """Return where (0..1) along segment s + t d the squared distance to a box is least."""
+    low_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, 0.0)
+    if low_slope >= 0.0:
+        return 0.0
+    high_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, 1.0)
+    if high_slope <= 0.0:
+        return 1.0
+    low = 0.0
+    for high in sorted(t for t in (
+            (hx - sx) / dx if dx else 2.0, (-hx - sx) / dx if dx else 2.0,
+            (hy - sy) / dy if dy else 2.0, (-hy - sy) / dy if dy else 2.0,
+            (hz - sz) / dz if dz else 2.0, (-hz - sz) / dz if dz else 2.0)
+            if 0.0 < t < 1.0) + [1.0]:
+        high_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, high)
+        if high_slope >= 0.0:
+            return low + (high - low) * (-low_slope / (high_slope - low_slope))
+        low, low_slope = high, high_slope
+    return 1.0
 
 
 def _slope(sx: float, sy: float, sz: float, dx: float, dy: float, dz: float, hx: float,

@@ -469,8 +469,9 @@ class _Search:
 
     def _constraints(self, world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return the distances (k,) of the pairs near the margin and their gradients (k, n)."""
-        pairs = self.model.pair_distances(world, self.collisions.scene)
-        near = np.flatnonzero(pairs.distances < self.margin + INFLUENCE)
+        pairs = self.model.pair_distances(world, self.collisions.scene,
+                                          within=self.margin + INFLUENCE)
+        near = np.arange(len(pairs.distances))
         if not len(near):
             return np.empty(0), np.empty((0, self.solver.chain.dof))
         first_points, second_points = pairs.points_first[near], pairs.points_second[near]
