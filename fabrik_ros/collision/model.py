@@ -33,7 +33,8 @@ import xml.etree.ElementTree as ElementTree
 
 from fabrik_ros.collision.closest import closest_points
 from fabrik_ros.collision.distance import segment_box, segment_segment, segment_slab
-from fabrik_ros.collision.nearest import bounds, CheckRows, clear_of, nearest
+from fabrik_ros.collision.nearest import (bounds, CheckRows, clear_of, nearest,
+                                          nearest_pair)
 from fabrik_ros.collision.shapes import Box, Cylinder, Obstacle, Scene
 import numpy as np
 
@@ -273,22 +274,26 @@ class CollisionModel:
         The distance is min_distance's; the closest points are found for that pair only.
         """
         scene = self.scene(scene)
-        distance, first, second = self.nearest(world, scene)
-        if first < 0:
+        rows = self._rows(scene)
+        if not rows.any:
             return Clearance(float('inf'), ('', ''), np.full((2, 3), np.nan))
-        starts, ends = self.segments(world)
-        bodies = len(self.bodies)
-        if second < bodies:
-            _, on_first, on_second = segment_segment(starts[[first]], ends[[first]],
-                                                     starts[[second]], ends[[second]])
-            radius_second, other = self.radii[second], self.names[second]
+        distance, pair, points = nearest_pair(rows, world)
+        kind, first, second = rows.pairs[pair]
+        found = closest_points(rows, points, pair)
+        if kind == 0:
+            other = self.names[second]
         else:
+            second = (scene.round_index if kind == 1 else scene.box_index)[second]
+            other = scene.name(second)
+        if found is None:       # a body through a box: the batched kernel's depth rules
+            starts, ends = self.segments(world)
             on_first, on_second, radius_second = _obstacle_points(
-                scene, second - bodies, starts[[first]], ends[[first]])
-            other = scene.name(second - bodies)
-        points = _surfaces(on_first, on_second, self.radii[[first]],
-                           np.array([radius_second]))
-        return Clearance(distance, (self.names[first], other), np.concatenate(points))
+                scene, second, starts[[first]], ends[[first]])
+        else:
+            _, on_first, on_second, radius_second = found
+        surfaces = _surfaces(np.reshape(on_first, (1, 3)), np.reshape(on_second, (1, 3)),
+                             self.radii[[first]], np.array([radius_second]))
+        return Clearance(distance, (self.names[first], other), np.concatenate(surfaces))
 
 
 def _obstacle_points(scene: Scene, index: int, start: np.ndarray, end: np.ndarray

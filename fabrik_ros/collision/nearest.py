@@ -193,11 +193,24 @@ def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
     Return the smallest checked distance at FK frames `world`, its body and the other.
 
     The other: a body, or bodies + obstacle index; (inf, -1, -1) with nothing to check.
-    Exact pairs in the bounds' order, from the smallest bound, until no bound is below
-    the best distance found.
     """
     if not rows.any:
         return _INF, -1, -1
+    best, pair, _ = nearest_pair(rows, world)
+    kind, body, other = rows.pairs[pair]
+    if kind == 0:
+        return best, body, other
+    return best, body, rows.bodies + (rows.round_index[other] if kind == 1
+                                      else rows.box_index[other])
+
+
+def nearest_pair(rows: CheckRows, world: np.ndarray) -> tuple[float, int, list]:
+    """
+    Return the smallest checked distance, its pair (rows.pairs) and the placed points.
+
+    Exact pairs in the bounds' order, from the smallest bound, until no bound is below
+    the best distance found. Needs a pair to check (rows.any).
+    """
     flat, points = bounds(rows, world)
     entry_pair = rows.entry_pair
     best_pair = entry_pair[int(flat.argmin())]
@@ -214,11 +227,7 @@ def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
                 distance = exact(rows, points, pair)
                 if distance < best:
                     best, best_pair = distance, pair
-    kind, body, other = rows.pairs[best_pair]
-    if kind == 0:
-        return best, body, other
-    return best, body, rows.bodies + (rows.round_index[other] if kind == 1
-                                      else rows.box_index[other])
+    return best, best_pair, points
 
 
 def clear_of(model: CollisionModel, rows: CheckRows, world: np.ndarray,
