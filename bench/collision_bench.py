@@ -24,14 +24,15 @@ meshes, loaded as test/test_collision_descriptions.py loads them) and five obsta
 table, two spheres, a pillar, a box), at random configurations within the limits, it times
 per call, wall clock (median, p90) and CPU (the loop's process time over its calls):
 chain.clearance(q, scene) (forward kinematics included, the hot check), the same over the
-configurations that are clear (a solver's answers are; many random ones go through the
-table, where the exact segment-box depth is paid), the same with the obstacles as a plain
-list, with no obstacles, and from FK frames already computed;
-chain.closest_pair (names and points too); forward kinematics alone. On --reference of
-the configurations it compares the clearance with coal's exact distance between the real
-meshes over the same pairs: how much lower ours is (it must never be higher). Prints a
-table and writes bench/results/collision_bench.json with the commit and the command.
-Needs coal, airo-models and example-robot-data (requirements.txt).
+configurations that are clear (a solver's answers are; a clear configuration leaves more
+pairs that no bound rules out), the same with the obstacles as a plain list, with no
+obstacles, and from FK frames already computed (all configurations, the clear ones, and
+is_clear's "at least 1 cm apart"); chain.closest_pair (names and points too); forward
+kinematics alone. The machine's load average is recorded before and after. On
+--reference of the configurations it compares the clearance with coal's exact distance
+between the real meshes over the same pairs: how much lower ours is (it must never be
+higher). Prints a table and writes bench/results/collision_bench.json with the commit and
+the command. Needs coal, airo-models and example-robot-data (requirements.txt).
 
 Solves among obstacles (a table under the base, a pillar beside it and three random
 obstacles): --targets reachable collision-free tool poses per robot (random configurations
@@ -50,6 +51,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 import json
+import os
 from pathlib import Path
 import platform
 import subprocess
@@ -223,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO,
                             capture_output=True, text=True).stdout.strip()
     results = {'command': ' '.join(['python3', 'bench/collision_bench.py'] + sys.argv[1:]),
-               'commit': commit, 'obstacles': len(SCENE),
+               'commit': commit, 'obstacles': len(SCENE), 'load_before': os.getloadavg(),
                'machine': {'python': platform.python_version(), 'numpy': np.__version__},
                'robots': {}}
     generator = np.random.default_rng(0)
@@ -248,6 +250,10 @@ def main(argv: list[str] | None = None) -> None:
                                             configurations),
             'clearance_from_frames': per_call(lambda world: model.min_distance(world, scene),
                                               frames),
+            'clear_frames_only': per_call(lambda world: model.min_distance(world, scene),
+                                          [chain.world_frames(q) for q in clear]),
+            'is_clear_1cm_from_frames': per_call(
+                lambda world: model.is_clear(world, scene, 0.01), frames),
             'closest_pair': per_call(lambda q: chain.closest_pair(q, scene), configurations),
             'forward_kinematics': per_call(chain.world_frames, configurations)}
         results['robots'][name] = {
@@ -277,6 +283,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f'  above coal (meshes)      {gaps["above_truth"]} of {gaps["configurations"]}')
         print(f'  below coal (meshes)      lowest {gaps["lowest_gap_m"] * 1e3:.2f} mm  median '
               f'{gaps["median_gap_m"] * 1e3:.1f} mm  p90 {gaps["p90_gap_m"] * 1e3:.1f} mm')
+    results['load_after'] = os.getloadavg()
+    print(f'load average before {results["load_before"]}, after {results["load_after"]}')
     out = REPO / 'bench' / 'results' / 'collision_bench.json'
     out.write_text(json.dumps(results, indent=2) + '\n')
     print(f'wrote {out.relative_to(REPO)}')

@@ -19,13 +19,15 @@ Random plain chains (their links are capsules, so the robot's geometry is exact)
 configurations and random boxes, spheres and cylinders: every checked pair's distance is
 never above coal's, equal to it (within coal's solver tolerance) for capsules, spheres and
 boxes, and short of it by at most the cylinder's radius for cylinders, whose bound is
-their capsule and end planes. A pair in contact is reported in contact.
+their capsule and end planes. A pair in contact is reported in contact. The hot check's
+broad phase never bounds a pair above its exact distance, so what it rules out is never
+the nearest pair, and its "at least d clear" answer is the exact one.
 """
 
 import math
 
 from fabrik_ros.chain import Chain
-from fabrik_ros.collision import Box, Cylinder, Scene, Sphere
+from fabrik_ros.collision import Box, Cylinder, nearest, Scene, Sphere
 from fabrik_ros.collision.capsules import cylinder_points, fit_capsule
 from fabrik_ros.model.rotations import rotation_from_rpy
 from hypothesis import given, settings, strategies as st
@@ -147,6 +149,42 @@ def test_clearance_is_the_smallest_pair_and_the_fast_path_agrees(robot, obstacle
     if len(rows.distances):
         gap = np.linalg.norm(closest.points[1] - closest.points[0])
         assert gap == pytest.approx(abs(closest.distance), abs=1e-9) or closest.distance < 0
+
+
+def assert_bounds_hold(chain: Chain, q: np.ndarray, scene: Scene) -> None:
+    """Assert every pair's smallest bound <= its exact distance == pair_distances' row."""
+    model = chain.collision
+    world = chain.world_frames(q)
+    rows = nearest.CheckRows(model, scene)
+    flat, points = nearest.bounds(rows, world)
+    reference = model.pair_distances(world, scene).distances
+    assert len(rows.pairs) == len(reference)
+    lowest = np.full(len(rows.pairs), np.inf)
+    np.minimum.at(lowest, rows.entry_pair, flat)
+    distances = np.array([nearest.exact(rows, points, pair) for pair in range(len(rows.pairs))])
+    np.testing.assert_allclose(distances, reference, rtol=0.0, atol=1e-12)
+    assert np.all(lowest <= distances + 1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(robots(), st.lists(obstacles, max_size=5), st.floats(-0.3, 0.6))
+def test_the_broad_phase_never_bounds_a_pair_above_its_distance(robot, obstacle_list, distance):
+    chain, q = robot
+    scene = Scene(obstacle_list)
+    assert_bounds_hold(chain, q, scene)
+    world = chain.world_frames(q)
+    clearance = chain.collision.min_distance(world, scene)
+    assert chain.collision.is_clear(world, scene, distance) == (clearance >= distance)
+    assert chain.collision.is_clear(world, scene, clearance)
+    every = chain.collision.pair_distances(world, scene)
+    near = chain.collision.pair_distances(world, scene, within=distance)
+    kept = every.distances < distance
+    for field, expected in zip(near[:3], every[:3]):
+        np.testing.assert_allclose(field, expected[kept], rtol=0.0, atol=1e-12)
+    assert near.self_pairs == np.count_nonzero(kept[:every.self_pairs])
+    gaps = np.linalg.norm(near.points_second - near.points_first, axis=1)
+    outside = near.distances > 0.0      # closest points need not be unique, their gap is
+    np.testing.assert_allclose(gaps[outside], near.distances[outside], rtol=0.0, atol=1e-9)
 
 
 @settings(max_examples=100, deadline=None)

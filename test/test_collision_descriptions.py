@@ -18,8 +18,9 @@ The real descriptions' collision models, checked against their own meshes with c
 UR5e with its Robotiq 2F-85 (airo-models) and the Panda with its hand and its SRDF
 (example-robot-data), found as test/test_descriptions.py finds them: every link capsule is
 never closer to an obstacle or to another link than coal says the link's real meshes are;
-the neutral pose is clear of self-collision, a folded one is not; the checked pairs leave
-out adjacent links, links that move together and the pairs an SRDF disables.
+the hot check's bounds hold on them and its clearance is the smallest pair's; the neutral
+pose is clear of self-collision, a folded one is not; the checked pairs leave out adjacent
+links, links that move together and the pairs an SRDF disables.
 """
 
 from collections import defaultdict
@@ -32,6 +33,7 @@ from fabrik_ros.collision import Box, Cylinder, Scene, Sphere
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
+from test_collision import assert_bounds_hold
 from test_descriptions import (_example_robot_data, _numbers, _plain_xml, _rpy,
                                reference_tip_transform, ur5e_with_robotiq)
 
@@ -192,7 +194,9 @@ def test_no_pair_is_reported_farther_than_its_meshes_are(robot, meshes, fraction
             if name != robot.base_link else np.eye(4)
         placed[name] = [(shape, pose @ origin) for shape, origin in meshes[name]]
     scene = Scene(SCENE)
+    assert_bounds_hold(robot, q, scene)
     rows = model.pair_distances(robot.world_frames(q), scene)
+    assert robot.clearance(q, scene) == pytest.approx(rows.distances.min(), abs=1e-12)
     assert rows.self_pairs > 0 and len(rows.distances) > rows.self_pairs
     for row, (first, second) in enumerate(zip(rows.first, rows.second)):
         if row < rows.self_pairs:

@@ -20,6 +20,9 @@ Collision geometry and distances beside the model: link capsules, obstacles, cle
 - distance: closed-form segment-segment, segment-box and segment-slab distances.
 - capsules: capsules that contain boxes, spheres, cylinders and mesh vertices.
 - urdf_geometry: a URDF's <collision> elements as one capsule per link, in its frame.
+- nearest: the hot check: every pair bounded in one batch (balls over the capsules, box
+  face planes), the few pairs no bound rules out measured exactly in Python floats.
+- closest: the closest points of single pairs in floats (the solve's near pairs).
 - model: CollisionModel (bodies, checked pairs, clearance from FK frames) and pair sorting.
 - build: a chain's model from its URDF or from its links' lengths.
 """

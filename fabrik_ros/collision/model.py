@@ -28,10 +28,13 @@ library only.
 from __future__ import annotations
 
 from typing import Callable, Iterable, NamedTuple, Sequence
+from weakref import WeakKeyDictionary
 import xml.etree.ElementTree as ElementTree
 
+from fabrik_ros.collision.closest import closest_points
 from fabrik_ros.collision.distance import segment_box, segment_segment, segment_slab
-from fabrik_ros.collision.nearest import CheckRows, nearest
+from fabrik_ros.collision.nearest import (bounds, CheckRows, clear_of, nearest,
+                                          nearest_pair)
 from fabrik_ros.collision.shapes import Box, Cylinder, Obstacle, Scene
 import numpy as np
 
@@ -89,7 +92,9 @@ class CollisionModel:
         # bodies are checked against obstacles.
         self.moving = np.flatnonzero(self.body_frames > 0)
         self.described = False  # from a URDF's <collision> geometry (see build)
-        self._last_rows: tuple[Scene, CheckRows] | None = None
+        # Per scene while it lives: a solver's scene and a caller's list (its scene) can
+        # alternate without rebuilding either.
+        self._rows_of: WeakKeyDictionary[Scene, CheckRows] = WeakKeyDictionary()
         self._last_scene: tuple[tuple[int, ...], Scene] | None = None
 
     @property
@@ -102,35 +107,94 @@ class CollisionModel:
         placed = world[self.body_frames, :3] @ self.local_ends
         return placed[:, :, 0], placed[:, :, 1]
 
-    def pair_distances(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
-                       ) -> PairDistances:
-        """Return every checked pair's distance and closest points at FK frames `world`."""
+    def pair_distances(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = (),
+                       within: float | None = None) -> PairDistances:
+        """
+        Return every checked pair's distance and closest points at FK frames `world`.
+
+        within (metres): only the pairs closer than that, in the same order; the check's
+        bounds rule out most of the others without measuring them, the rest are measured
+        one by one (fabrik_ros.collision.closest). Where closest points are not unique
+        (parallel segments, a segment parallel to a box face) either may be given.
+        """
         scene = self.scene(scene)
-        starts, ends = self.segments(world)
+        if within is not None:
+            return self._near_pairs(world, scene, within)
         moving = self.moving
-        bodies, rounds, boxes = len(moving), len(scene.round_index), len(scene.box_index)
-        first, second = self.pairs[:, 0], self.pairs[:, 1]
-        body_rows = np.repeat(moving, rounds)
-        round_rows = np.tile(np.arange(rounds), bodies)
+        rounds, boxes = len(scene.round_index), len(scene.box_index)
+        return self._distances(
+            world, scene, self.pairs,
+            (np.repeat(moving, rounds), np.tile(np.arange(rounds), len(moving))),
+            (np.repeat(moving, boxes), np.tile(np.arange(boxes), len(moving))))
+
+    def _near_pairs(self, world: np.ndarray, scene: Scene, within: float) -> PairDistances:
+        """Return pair_distances' rows closer than `within`, measured one pair at a time."""
+        rows = self._rows(scene)
+        flat, points = bounds(rows, world)
+        kept, meets_box = [], []
+        for pair in sorted(set(rows.entry_pairs[flat < within].tolist())):
+            found = closest_points(rows, points, pair)
+            if found is None:
+                meets_box.append(pair)
+            elif found[0] - self.radii[rows.pairs[pair][1]] - found[3] < within:
+                kept.append((pair, found))
+        firsts = [rows.pairs[pair][1] for pair, _ in kept]
+        seconds = [other if kind == 0 else (scene.round_index if kind == 1 else
+                                            scene.box_index)[other]
+                   for kind, _, other in (rows.pairs[pair] for pair, _ in kept)]
+        radius_first = self.radii[np.array(firsts, dtype=int)]
+        radius_second = np.array([found[3] for _, found in kept])
+        on_first = np.array([found[1] for _, found in kept]).reshape(-1, 3)
+        on_second = np.array([found[2] for _, found in kept]).reshape(-1, 3)
+        surface_first, surface_second = _surfaces(on_first, on_second, radius_first,
+                                                  radius_second)
+        near = PairDistances(
+            np.array([found[0] for _, found in kept]) - radius_first - radius_second,
+            np.array(firsts, dtype=int), np.array(seconds, dtype=int), surface_first,
+            surface_second, sum(rows.pairs[pair][0] == 0 for pair, _ in kept))
+        if not meets_box:   # a body through a box: the batched kernel's depth rules
+            return near
+        boxes = self._distances(world, scene, self.pairs[:0], (self.moving[:0],) * 2, (
+            np.array([rows.pairs[pair][1] for pair in meets_box], dtype=int),
+            np.array([rows.pairs[pair][2] for pair in meets_box], dtype=int)))
+        closer = boxes.distances < within
+        order = [pair for pair, _ in kept] + [pair for pair, keep in zip(meets_box, closer)
+                                              if keep]
+        merged = np.argsort(np.array(order), kind='stable')
+        return PairDistances(*(np.concatenate((mine, theirs[closer]))[merged]
+                               for mine, theirs in zip(near[:5], boxes[:5])), near.self_pairs)
+
+    def _distances(self, world: np.ndarray, scene: Scene, selves: np.ndarray,
+                   round_pairs: tuple[np.ndarray, np.ndarray],
+                   box_pairs: tuple[np.ndarray, np.ndarray]) -> PairDistances:
+        """Return the distances of the given self, body-round and body-box pairs (rows)."""
+        starts, ends = self.segments(world)
+        first, second = selves[:, 0], selves[:, 1]
+        body_rows, round_rows = round_pairs
         axis, on_first, on_second = segment_segment(
             np.concatenate([starts[first], starts[body_rows]]),
             np.concatenate([ends[first], ends[body_rows]]),
             np.concatenate([starts[second], scene.round_starts[round_rows]]),
             np.concatenate([ends[second], scene.round_ends[round_rows]]))
         radius_second = np.concatenate([self.radii[second], scene.round_radii[round_rows]])
-        if len(scene.cylinder_rows):
-            _raise_to_end_planes(scene, starts[moving], ends[moving], len(first),
-                                 (axis, on_first, on_second, radius_second))
+        cylinders = np.flatnonzero(np.isin(round_rows, scene.cylinder_rows))
+        if len(cylinders):
+            _raise_to_end_planes(scene, starts[body_rows[cylinders]], ends[body_rows[cylinders]],
+                                 np.searchsorted(scene.cylinder_rows, round_rows[cylinders]),
+                                 len(first) + cylinders, (axis, on_first, on_second,
+                                                          radius_second))
         firsts = [first, body_rows]
         seconds = [second, scene.round_index[round_rows]]
-        if boxes:
-            box_axis, box_first, box_second = _boxes(scene, starts[moving], ends[moving])
+        box_bodies, box_rows = box_pairs
+        if len(box_rows):
+            box_axis, box_first, box_second = _boxes(scene, starts[box_bodies],
+                                                     ends[box_bodies], box_rows)
             axis = np.concatenate([axis, box_axis])
             on_first = np.concatenate([on_first, box_first])
             on_second = np.concatenate([on_second, box_second])
-            radius_second = np.concatenate([radius_second, np.zeros(bodies * boxes)])
-            firsts.append(np.repeat(moving, boxes))
-            seconds.append(np.tile(scene.box_index, bodies))
+            radius_second = np.concatenate([radius_second, np.zeros(len(box_rows))])
+            firsts.append(box_bodies)
+            seconds.append(scene.box_index[box_rows])
         first_all = np.concatenate(firsts)
         radius_first = self.radii[first_all]
         surface_first, surface_second = _surfaces(on_first, on_second, radius_first,
@@ -144,10 +208,21 @@ class CollisionModel:
         """
         Return the smallest checked distance at FK frames `world` (metres), the hot check.
 
-        Equal to clearance(...).distance to rounding, with less work: every pair in the
-        same few batched operations, no closest points (fabrik_ros.collision.nearest).
+        Equal to clearance(...).distance to rounding, with less work: every pair bounded
+        in one batch, only the pairs a bound cannot rule out measured exactly, no closest
+        points (fabrik_ros.collision.nearest).
         """
         return self.nearest(world, scene)[0]
+
+    def is_clear(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = (),
+                 distance: float = 0.0) -> bool:
+        """
+        Return whether every checked pair is at least `distance` (metres) apart at `world`.
+
+        The same as min_distance(world, scene) >= distance, cheaper: only the pairs whose
+        bound is below `distance` are measured, and the first one found closer ends it.
+        """
+        return clear_of(self, self._rows(self.scene(scene)), world, float(distance))
 
     def nearest_names(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
                       ) -> tuple[float, tuple[str, str]]:
@@ -185,11 +260,11 @@ class CollisionModel:
         return cached[1]
 
     def _rows(self, scene: Scene) -> CheckRows:
-        """Return the index arrays of the rows against `scene`, kept for the last scene."""
-        cached = self._last_rows            # one read: other threads may replace it
-        if cached is None or cached[0] is not scene:
-            cached = self._last_rows = (scene, CheckRows(self, scene))
-        return cached[1]
+        """Return the bounds and exact pairs against `scene`, kept while the scene lives."""
+        rows = self._rows_of.get(scene)
+        if rows is None:
+            rows = self._rows_of[scene] = CheckRows(self, scene)
+        return rows
 
     def clearance(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
                   ) -> Clearance:
@@ -199,22 +274,26 @@ class CollisionModel:
         The distance is min_distance's; the closest points are found for that pair only.
         """
         scene = self.scene(scene)
-        distance, first, second = self.nearest(world, scene)
-        if first < 0:
+        rows = self._rows(scene)
+        if not rows.any:
             return Clearance(float('inf'), ('', ''), np.full((2, 3), np.nan))
-        starts, ends = self.segments(world)
-        bodies = len(self.bodies)
-        if second < bodies:
-            _, on_first, on_second = segment_segment(starts[[first]], ends[[first]],
-                                                     starts[[second]], ends[[second]])
-            radius_second, other = self.radii[second], self.names[second]
+        distance, pair, points = nearest_pair(rows, world)
+        kind, first, second = rows.pairs[pair]
+        found = closest_points(rows, points, pair)
+        if kind == 0:
+            other = self.names[second]
         else:
+            second = (scene.round_index if kind == 1 else scene.box_index)[second]
+            other = scene.name(second)
+        if found is None:       # a body through a box: the batched kernel's depth rules
+            starts, ends = self.segments(world)
             on_first, on_second, radius_second = _obstacle_points(
-                scene, second - bodies, starts[[first]], ends[[first]])
-            other = scene.name(second - bodies)
-        points = _surfaces(on_first, on_second, self.radii[[first]],
-                           np.array([radius_second]))
-        return Clearance(distance, (self.names[first], other), np.concatenate(points))
+                scene, second, starts[[first]], ends[[first]])
+        else:
+            _, on_first, on_second, radius_second = found
+        surfaces = _surfaces(np.reshape(on_first, (1, 3)), np.reshape(on_second, (1, 3)),
+                             self.radii[[first]], np.array([radius_second]))
+        return Clearance(distance, (self.names[first], other), np.concatenate(surfaces))
 
 
 def _obstacle_points(scene: Scene, index: int, start: np.ndarray, end: np.ndarray
@@ -222,8 +301,8 @@ def _obstacle_points(scene: Scene, index: int, start: np.ndarray, end: np.ndarra
     """Return the closest points (1, 3) of a segment to obstacle `index`, and its radius."""
     obstacle = scene.obstacles[index]
     if isinstance(obstacle, Box):
-        row = int(np.flatnonzero(scene.box_index == index)[0])
-        _, point, surface = _boxes(_one_box(scene, row), start, end)
+        row = np.flatnonzero(scene.box_index == index)[:1]
+        _, point, surface = _boxes(scene, start, end, row)
         return point, surface, 0.0
     row = int(np.flatnonzero(scene.round_index == index)[0])
     axis, on_first, on_second = segment_segment(start, end, scene.round_starts[[row]],
@@ -237,53 +316,39 @@ def _obstacle_points(scene: Scene, index: int, start: np.ndarray, end: np.ndarra
     return on_first, on_second, obstacle.radius
 
 
-def _one_box(scene: Scene, row: int) -> Scene:
-    """Return a scene of box `row` of scene alone (its arrays, for _boxes)."""
-    box = Scene.__new__(Scene)
-    box.box_inverse = scene.box_inverse[row:row + 1]
-    box.box_rotations = scene.box_rotations[row:row + 1]
-    box.box_translations = scene.box_translations[row:row + 1]
-    box.half_sizes = scene.half_sizes[row:row + 1]
-    return box
-
-
-def _raise_to_end_planes(scene: Scene, starts: np.ndarray, ends: np.ndarray, offset: int,
+def _raise_to_end_planes(scene: Scene, starts: np.ndarray, ends: np.ndarray,
+                         cylinders: np.ndarray, rows: np.ndarray,
                          rows_out: tuple[np.ndarray, ...]) -> None:
     """
-    Replace a body-cylinder row's capsule bound by its end-plane bound where that is larger.
+    Replace body-cylinder rows' capsule bounds by their end-plane bounds where larger.
 
-    The cylinder lies in the capsule about its axis and in the slab between its end planes,
-    so both distances are lower bounds of the true one; the larger is kept, in place.
+    starts, ends: the rows' segments; cylinders: their cylinders (indices of the scene's
+    cylinder arrays); rows: where they are in rows_out. The cylinder lies in the capsule
+    about its axis and in the slab between its end planes, so both distances are lower
+    bounds of the true one; the larger is kept, in place.
     """
     axis, on_first, on_second, radius_second = rows_out
-    bodies, rounds, cylinders = len(starts), len(scene.round_index), len(scene.cylinder_rows)
-    rows = (offset + np.arange(bodies)[:, None] * rounds + scene.cylinder_rows).ravel()
-    body = np.repeat(np.arange(bodies), cylinders)
-    tile = np.tile(np.arange(cylinders), bodies)
-    slab, point, face = segment_slab(starts[body], ends[body], scene.cylinder_centres[tile],
-                                     scene.cylinder_axes[tile],
-                                     scene.cylinder_half_lengths[tile])
+    slab, point, face = segment_slab(starts, ends, scene.cylinder_centres[cylinders],
+                                     scene.cylinder_axes[cylinders],
+                                     scene.cylinder_half_lengths[cylinders])
     better = slab > axis[rows] - radius_second[rows]
     rows = rows[better]
     axis[rows], on_first[rows], on_second[rows] = slab[better], point[better], face[better]
     radius_second[rows] = 0.0
 
 
-def _boxes(scene: Scene, starts: np.ndarray, ends: np.ndarray
+def _boxes(scene: Scene, starts: np.ndarray, ends: np.ndarray, boxes: np.ndarray
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return body-box rows (body-major) of segment-box distances and base-frame points."""
-    rotation = scene.box_inverse[:, None, :3, :3]
-    translation = scene.box_inverse[:, None, :3, 3]
-    local_start = (rotation @ starts[None, :, :, None])[..., 0] + translation
-    local_end = (rotation @ ends[None, :, :, None])[..., 0] + translation
-    distance, point, surface = segment_box(local_start, local_end,
-                                           scene.half_sizes[:, None, :])
-    box_rotation = scene.box_rotations[:, None]
-    box_translation = scene.box_translations[:, None]
-    point = (box_rotation @ point[..., None])[..., 0] + box_translation
-    surface = (box_rotation @ surface[..., None])[..., 0] + box_translation
-    return (distance.T.ravel(), point.transpose(1, 0, 2).reshape(-1, 3),
-            surface.transpose(1, 0, 2).reshape(-1, 3))
+    """Return segment-box distances of segments (k, 3) to boxes (k,), base-frame points."""
+    rotation = scene.box_inverse[boxes, :3, :3]
+    translation = scene.box_inverse[boxes, :3, 3]
+    local_start = np.einsum('kij,kj->ki', rotation, starts) + translation
+    local_end = np.einsum('kij,kj->ki', rotation, ends) + translation
+    distance, point, surface = segment_box(local_start, local_end, scene.half_sizes[boxes])
+    box_rotation = scene.box_rotations[boxes]
+    box_translation = scene.box_translations[boxes]
+    return (distance, np.einsum('kij,kj->ki', box_rotation, point) + box_translation,
+            np.einsum('kij,kj->ki', box_rotation, surface) + box_translation)
 
 
 def _surfaces(on_first: np.ndarray, on_second: np.ndarray, radius_first: np.ndarray,

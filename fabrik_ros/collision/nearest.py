@@ -13,117 +13,178 @@
 # limitations under the License.
 
 """
-The hot check: the smallest checked distance of one configuration in a few batched steps.
+The hot check: the smallest checked distance of one configuration, bounded first.
 
-numpy's cost on arrays this small is per call, not per element, so every pair is one row
-of the same few operations: all segment-segment rows at once (self pairs, bodies against
-round obstacles, bodies against every box edge, in the base frame where the obstacles
-stand still), then the segments' ends in every box's frame at once, then one minimum. All
-that depends only on the model and the scene (the gathers, the edges, the squared lengths
-and their products) is stacked once per scene in CheckRows. Imports numpy only.
+numpy's cost on arrays this small is per call, not per element, and the exact distance of
+a pair takes dozens of operations; most pairs are far apart. So a broad phase bounds every
+pair from below in one batch of a dozen operations: each body's centre against every
+segment (the other bodies, round obstacles) and against every box's slabs, minus the
+body's half length and the radii (a body's points are within its half length of its
+centre, and distances are 1-Lipschitz). Only pairs whose bound is below the best exact
+distance found so far are measured exactly, in plain Python floats (cheaper than numpy
+for one pair), in the bounds' order: the first exact distance that no remaining bound
+undercuts is the minimum. The exact values are those of the batched formulas before
+(Ericson's segment-segment with a guarded denominator, a cylinder's end planes where they
+bound higher, a box's exact segment distance, the deeper end inside where a segment
+enters it), so min_distance equals clearance's and pair_distances' minimum to rounding.
+What depends only on the model and the scene is stacked once per scene in CheckRows.
+Imports numpy and the standard library only.
 """
 
 from __future__ import annotations
 
+import math
+from math import sqrt
 from typing import TYPE_CHECKING
 
-from fabrik_ros.collision.shapes import Scene
+from fabrik_ros.collision.shapes import Cylinder, Scene
 import numpy as np
 
 if TYPE_CHECKING:   # the model imports this module
     from fabrik_ros.collision.model import CollisionModel
 
 _TINY = 1e-18       # as distance._TINY: the branch-free segment kernel's guard
-EDGES = 12
-# Each box's 12 edges in its frame: 4 along each axis, from the -h end.
-_EDGE_AXES = np.repeat(np.eye(3), 4, axis=0)                        # (12, 3)
-_EDGE_SIGNS = np.array([[-1.0 if k == axis else (u if k == (axis + 1) % 3 else v)
-                         for k in range(3)]
-                        for axis in range(3) for u in (-1.0, 1.0) for v in (-1.0, 1.0)])
+_INF = float('inf')
+BALL_SLACK = 0.06   # m: the balls of the bounds reach at most this beyond their capsule
 
 
 class CheckRows:
     """
-    One model's rows against one scene: which segments each row pairs, and the constants.
+    One model's bounds and exact pairs against one scene, stacked once.
 
-    Segment columns: the bodies, then the round obstacles (spheres as points, cylinders as
-    axes), then every box edge (base frame). Rows: self pairs, moving body x round
-    obstacle, then moving body x box x edge (body-major), whose minimum over the edges
-    joins the ends' distance to the box in the box's own rows.
+    Bounds: every body is covered by spheres along its segment (a capsule of length l and
+    radius r lies in n balls of radius r + l / 2n centred on its n equal pieces), so are
+    round obstacles (a sphere by itself, a cylinder by balls around its axis capsule);
+    an entry is a ball of a body against a ball of a body or obstacle it is checked
+    against (their centres' distance minus both radii), or a body's ball against a box's
+    slabs (the largest of its centre's excesses over the half sizes, minus the radius).
+    All centres and differences are one matmul of the FK frames. Exact pairs: a self
+    pair, a body against a round obstacle or against a box.
     """
 
     def __init__(self, model: CollisionModel, scene: Scene) -> None:
-        """Stack the scene's segments and the rows' gathers and constants."""
-        bodies, moving = len(model.bodies), model.moving
-        self.moving = moving
-        self.moving_count = count = len(moving)
-        rounds, boxes = len(scene.round_index), len(scene.box_index)
-        self.boxes = boxes
-        edge_starts, edge_directions = _box_edges(scene)
-        self.fixed_starts = np.concatenate((scene.round_starts, edge_starts)).T.copy()
-        self.fixed_directions = np.concatenate((scene.round_ends - scene.round_starts,
-                                                edge_directions)).T.copy()
-        squared = np.concatenate([model.lengths_squared,
-                                  np.sum(self.fixed_directions ** 2, axis=0)])
-        body_rows = np.repeat(moving, rounds)
-        round_rows = np.tile(np.arange(rounds), count)
-        edge_body = np.repeat(moving, EDGES * boxes)
-        edge_rows = bodies + rounds + np.tile(np.arange(EDGES * boxes), count)
-        self.first = np.concatenate([model.pairs[:, 0], body_rows, edge_body])
-        self.second = np.concatenate([model.pairs[:, 1], bodies + round_rows, edge_rows])
-        self.radii = np.concatenate([model.radii[model.pairs[:, 1]] + model.radii[
-            model.pairs[:, 0]], model.radii[body_rows] + scene.round_radii[round_rows],
-            np.zeros(len(edge_body))])
-        first_squared, second_squared = squared[self.first], squared[self.second]
-        self.second_squared = second_squared
-        self.squared_product = first_squared * second_squared
-        self.first_guarded = first_squared + _TINY
-        self.second_guarded = second_squared + _TINY
-        self.round_end = len(model.pairs) + count * rounds    # rows before the edges
-        # Which pair each candidate is, as nearest names it: (body, body or
-        # bodies + obstacle index); box candidates follow the round rows, body-major.
-        self.names_first = np.concatenate([self.first[:self.round_end],
-                                           np.repeat(moving, boxes)])
-        self.names_second = np.concatenate([model.pairs[:, 1],
-                                            bodies + scene.round_index[round_rows],
-                                            bodies + np.tile(scene.box_index, count)])
-        self.moving_radii = model.radii[moving, None]
-        self.half_sizes = scene.half_sizes[None]                           # (1, k, 3)
-        self.negative_half_sizes = -self.half_sizes
-        # Per (body, box) row, so masks pick them without broadcast_to (slow in Python).
-        self.row_half_sizes = np.broadcast_to(self.half_sizes, (count, boxes, 3)).copy()
-        self.row_radii = np.broadcast_to(self.moving_radii, (count, boxes)).copy()
-        self._projection(model, scene)
+        """Stack the balls, the entries' columns and offsets and the pairs' constants."""
+        bodies = len(model.bodies)
+        self.bodies, self.boxes = bodies, len(scene.box_index)
+        local = model.local_ends                                       # (b, 4, 2)
+        body_balls = [_balls(local[row, :3, 0], local[row, :3, 1], radius)
+                      for row, radius in enumerate(model.radii)]
+        round_balls = [_balls(start, end, radius) for start, end, radius in zip(
+            scene.round_starts, scene.round_ends, scene.round_radii)]
+        columns = [ball for balls in body_balls + round_balls for ball in balls]
+        first_ball = np.cumsum([0] + [len(balls) for balls in body_balls + round_balls])
+        self.balls = first_ball[bodies]        # the bodies' balls, then the obstacles'
+        self.pairs: list[tuple[int, int, int]] = []     # (kind, body, other)
+        first, second, self.entry_pair = [], [], []
+        checked = [(0, a, c, c) for a, c in model.pairs.tolist()] + [
+            (1, body, row, bodies + row) for body in model.moving.tolist()
+            for row in range(len(round_balls))]
+        for kind, body, other, owner in checked:
+            for a in range(first_ball[body], first_ball[body + 1]):
+                for c in range(first_ball[owner], first_ball[owner + 1]):
+                    first.append(a)
+                    second.append(c)
+                    self.entry_pair.append(len(self.pairs))
+            self.pairs.append((kind, body, other))
+        self.first, self.second = np.array(first, dtype=int), np.array(second, dtype=int)
+        radii = np.array([radius for _, radius in columns])
+        self.offsets = -(radii[self.first] + radii[self.second]) if first else np.empty(0)
+        self.fixed_centres = np.array([centre for centre, _ in columns[self.balls:]]
+                                      ).reshape(-1, 3).T.copy()
+        frames = int(model.body_frames.max()) + 1 if bodies else 0
+        self.frames = frames
+        points = ([(row, centre, 1.0) for row, balls in enumerate(body_balls)
+                   for centre, _ in balls]
+                  + [(row, local[row, :3, 0], 1.0) for row in range(bodies)]
+                  + [(row, local[row, :3, 1] - local[row, :3, 0], 0.0)
+                     for row in range(bodies)])
+        self.local = np.zeros((4 * frames, len(points)))
+        for column, (row, xyz, w) in enumerate(points):
+            frame = 4 * int(model.body_frames[row])
+            self.local[frame:frame + 3, column], self.local[frame + 3, column] = xyz, w
+        self._boxes(model, scene, body_balls, radii[:self.balls])
+        self.any = bool(len(self.pairs))
+        self.entry_pairs = np.array(self.entry_pair, dtype=int)
+        self._exact_constants(model, scene)
 
-    def _projection(self, model: CollisionModel, scene: Scene) -> None:
-        """
-        Stack every box's frame and every cylinder's axis as one affine map of row vectors.
+    def _boxes(self, model: CollisionModel, scene: Scene, body_balls: list,
+               radii: np.ndarray) -> None:
+        """Stack every box's frame as one affine map, and each ball-box entry's pair."""
+        boxes, balls = self.boxes, self.balls
+        # Every box's six face planes on homogeneous points, (6 k, 4): a point's largest
+        # signed plane distance is the largest excess of its box coordinates, |x_i| - h_i.
+        normals = np.concatenate((scene.box_rotations, -scene.box_rotations), axis=2)
+        normals = normals.transpose(0, 2, 1)[:, [0, 3, 1, 4, 2, 5]]        # (k, 6, 3)
+        heights = np.einsum('kfi,ki->kf', normals, scene.box_translations) + np.repeat(
+            scene.half_sizes, 2, axis=1)
+        self.planes = np.concatenate((normals, -heights[:, :, None]), axis=2).reshape(-1, 4)
+        # Entries box-major, then ball by ball; balls of bodies on the base never count.
+        offsets = np.full((boxes, balls), _INF)
+        owner = np.repeat(np.arange(len(body_balls)), [len(b) for b in body_balls])
+        moving = np.isin(owner, model.moving)
+        offsets[:, moving] = radii[moving]
+        self.offsets = np.concatenate((self.offsets, np.where(np.isfinite(offsets), -offsets,
+                                                              _INF).ravel()))
+        pairs = {}
+        for body in (model.moving.tolist() if boxes else []):
+            pairs[body] = len(self.pairs)
+            self.pairs.extend((2, body, row) for row in range(boxes))
+        self.entry_pair += [pairs.get(body, 0) + box for box in range(boxes)
+                            for body in owner.tolist()]
 
-        x_local = R^T (x - t) is x @ R + (-t @ R); a cylinder's height along its axis is
-        x @ a - a . centre: one matmul and one sum for all of them.
-        """
-        count, pairs = self.moving_count, len(model.pairs)
-        self.cylinders = len(scene.cylinder_rows)
-        self.cylinder_rows = (pairs + np.arange(count)[:, None] * len(scene.round_index)
-                              + scene.cylinder_rows).ravel()
-        self.cylinder_half_lengths = scene.cylinder_half_lengths
-        self.box_columns = 3 * self.boxes
-        rotations = scene.box_rotations.transpose(1, 0, 2).reshape(3, -1)    # (3, 3k)
-        translations = -np.einsum('ki,kij->kj', scene.box_translations,
-                                  scene.box_rotations).ravel()
-        self.projection = np.concatenate((rotations, scene.cylinder_axes.T), axis=1)
-        self.projection_offsets = np.concatenate((translations, -np.einsum(
-            'ij,ij->i', scene.cylinder_centres, scene.cylinder_axes)))
+    def _exact_constants(self, model: CollisionModel, scene: Scene) -> None:
+        """Keep what the exact pairs need as Python floats."""
+        self.radii = model.radii.tolist()
+        self.squared = model.lengths_squared.tolist()
+        self.round_rows = []
+        for row, index in enumerate(scene.round_index.tolist()):
+            obstacle = scene.obstacles[index]
+            direction = scene.round_ends[row] - scene.round_starts[row]
+            cylinder = None
+            if isinstance(obstacle, Cylinder):
+                cylinder = (tuple(obstacle.pose[:3, 3].tolist()),
+                            tuple(obstacle.pose[:3, 2].tolist()), obstacle.length / 2.0)
+            self.round_rows.append((tuple(scene.round_starts[row].tolist()),
+                                    tuple(direction.tolist()), float(direction @ direction),
+                                    float(scene.round_radii[row]), cylinder))
+        self.box_rows = [(tuple(scene.box_rotations[row].ravel().tolist()),
+                          tuple(scene.box_translations[row].tolist()),
+                          tuple(scene.half_sizes[row].tolist()))
+                         for row in range(len(scene.box_index))]
+        self.round_index = scene.round_index.tolist()
+        self.box_index = scene.box_index.tolist()
 
 
-def _box_edges(scene: Scene) -> tuple[np.ndarray, np.ndarray]:
-    """Return every box's 12 edges as base-frame starts and directions, (12 k, 3) each."""
-    local_starts = _EDGE_SIGNS * scene.half_sizes[:, None, :]             # (k, 12, 3)
-    local_directions = _EDGE_AXES * (2.0 * scene.half_sizes[:, None, :])
-    rotations = scene.box_rotations                                       # (k, 3, 3)
-    starts = local_starts @ rotations.transpose(0, 2, 1) + scene.box_translations[:, None]
-    directions = local_directions @ rotations.transpose(0, 2, 1)
-    return starts.reshape(-1, 3), directions.reshape(-1, 3)
+def _balls(start: np.ndarray, end: np.ndarray, radius: float) -> list[tuple[np.ndarray, float]]:
+    """Return balls (centre, radius) that cover a capsule, BALL_SLACK beyond it at most."""
+    length = float(np.linalg.norm(end - start))
+    count = max(1, math.ceil(length / (2.0 * BALL_SLACK)))
+    return [(start + (end - start) * (piece + 0.5) / count, radius + length / (2 * count))
+            for piece in range(count)]
+
+
+def _product(first: list, second: list) -> list:
+    """Return every pair of one ball of first and one of second."""
+    return [(a, c) for a in first for c in second]
+
+
+def bounds(rows: CheckRows, world: np.ndarray) -> tuple[np.ndarray, list]:
+    """
+    Return every entry's lower bound, flat, and the bodies' starts and directions.
+
+    Those: three lists (x, y, z) of the b starts, then the b directions, base frame.
+    """
+    # Every point of every frame in one product: (4, 4 f) frames side by side, each
+    # column of `local` a homogeneous point (or direction) in its frame's four rows.
+    placed = world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(rows.local)
+    balls = rows.balls
+    centres = np.concatenate((placed[:3, :balls], rows.fixed_centres), axis=1)
+    differences = centres.take(rows.first, axis=1) - centres.take(rows.second, axis=1)
+    bound = np.sqrt(np.add.reduce(differences * differences, axis=0))
+    if rows.boxes:
+        faces = rows.planes.dot(placed[:, :balls]).reshape(rows.boxes, 6, balls)
+        bound = np.concatenate((bound, np.maximum.reduce(faces, axis=1).ravel()))
+    return bound + rows.offsets, placed[:3, balls:].tolist()
 
 
 def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
@@ -132,93 +193,167 @@ def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
     Return the smallest checked distance at FK frames `world`, its body and the other.
 
     The other: a body, or bodies + obstacle index; (inf, -1, -1) with nothing to check.
-    A body-box candidate is the nearer of the segment's ends' and the box edges' distances
-    where the segment misses the box (the closest point of a face to a segment that misses
-    it is at an end of it or over an edge), else segment_box's signed depth (see
-    _touching).
     """
-    if not len(rows.names_first):
-        return float('inf'), -1, -1
-    placed = world[model.body_frames, :3] @ model.local_ends       # (b, 3, 2)
-    starts, ends = placed[:, :, 0], placed[:, :, 1]
-    all_starts = np.concatenate((starts.T, rows.fixed_starts), axis=1)
-    all_directions = np.concatenate(((ends - starts).T, rows.fixed_directions), axis=1)
-    first, second = rows.first, rows.second
-    start1, direction1 = all_starts.take(first, axis=1), all_directions.take(first, axis=1)
-    direction2 = all_directions.take(second, axis=1)
-    offset = start1 - all_starts.take(second, axis=1)
-    b = np.add.reduce(direction1 * direction2, axis=0)     # not .sum: no wrapper
-    c = np.add.reduce(direction1 * offset, axis=0)
-    f = np.add.reduce(direction2 * offset, axis=0)
-    s = (b * f - c * rows.second_squared) / (rows.squared_product - b * b + _TINY)
-    s = np.minimum(np.maximum(s, 0.0), 1.0)
-    t = np.minimum(np.maximum((b * s + f) / rows.second_guarded, 0.0), 1.0)
-    s = np.minimum(np.maximum((b * t - c) / rows.first_guarded, 0.0), 1.0)
-    gap = offset + s * direction1 - t * direction2
-    distance = np.sqrt(np.add.reduce(gap * gap, axis=0)) - rows.radii
-    if rows.cylinders or rows.boxes:
-        points = placed[rows.moving].transpose(2, 0, 1).reshape(-1, 3)   # starts, then ends
-        projected = points @ rows.projection + rows.projection_offsets
-        if rows.cylinders:
-            _raise_to_end_planes(rows, projected[:, rows.box_columns:], distance)
-        if rows.boxes:
-            distance = np.concatenate((distance[:rows.round_end], _box_distances(
-                rows, projected[:, :rows.box_columns], distance)))
-    row = int(distance.argmin())
-    return float(distance[row]), int(rows.names_first[row]), int(rows.names_second[row])
+    if not rows.any:
+        return _INF, -1, -1
+    best, pair, _ = nearest_pair(rows, world)
+    kind, body, other = rows.pairs[pair]
+    if kind == 0:
+        return best, body, other
+    return best, body, rows.bodies + (rows.round_index[other] if kind == 1
+                                      else rows.box_index[other])
 
 
-def _raise_to_end_planes(rows: CheckRows, heights: np.ndarray, distance: np.ndarray) -> None:
-    """Raise each body-cylinder row to its end-plane bound where that is larger, in place."""
-    count = rows.moving_count
-    z_start, z_end = heights[:count], heights[count:]                 # (m, c) each
-    slab = np.maximum(np.maximum(np.minimum(z_start, z_end), -np.maximum(z_start, z_end))
-                      - rows.cylinder_half_lengths, 0.0) - rows.moving_radii
-    distance[rows.cylinder_rows] = np.maximum(distance[rows.cylinder_rows], slab.ravel())
-
-
-def _box_distances(rows: CheckRows, local: np.ndarray, distance: np.ndarray) -> np.ndarray:
-    """Return the body-box distances (m k,), body-major, from the edge rows and the ends."""
-    count = rows.moving_count
-    local = local.reshape(2 * count, rows.boxes, 3)                     # (2m, k, 3)
-    beyond_upper = local - rows.half_sizes
-    beyond_lower = rows.negative_half_sizes - local
-    gaps = np.maximum(np.minimum(beyond_upper[:count], beyond_upper[count:]),
-                      np.minimum(beyond_lower[:count], beyond_lower[count:]))
-    signed = np.maximum(beyond_upper, beyond_lower)                    # |x| - h
-    excess = np.maximum(signed, 0.0)
-    squared = np.add.reduce(excess * excess, axis=2)
-    ends = np.sqrt(np.minimum(squared[:count], squared[count:]))          # (m, k)
-    edges = np.minimum.reduce(distance[rows.round_end:].reshape(count, rows.boxes, EDGES),
-                              axis=2)
-    boxes = np.minimum(ends, edges) - rows.moving_radii
-    touching = np.maximum.reduce(gaps, axis=2) <= 0.0     # no box axis separates them
-    if touching.any():
-        depth = np.maximum.reduce(signed, axis=2)     # > 0 outside, else minus the depth
-        _touching(rows, local[:count][touching], local[count:][touching],
-                  np.minimum(depth[:count], depth[count:])[touching], touching, boxes)
-    return boxes.ravel()
-
-
-def _touching(rows: CheckRows, start: np.ndarray, end: np.ndarray, depth: np.ndarray,
-              touching: np.ndarray, boxes: np.ndarray) -> None:
+def nearest_pair(rows: CheckRows, world: np.ndarray) -> tuple[float, int, list]:
     """
-    Correct the body-box distances no box axis separates, in place.
+    Return the smallest checked distance, its pair (rows.pairs) and the placed points.
 
-    A segment that misses the box keeps the nearer of its ends' and the edges' distances;
-    one that enters it (slab clipping: its parameter intervals inside the three slabs
-    overlap within 0..1) gets segment_box's signed depth: the deeper of its ends
-    inside the box, else zero (to rounding; the candidates inside are its ends and points
-    on the faces).
+    Exact pairs in the bounds' order, from the smallest bound, until no bound is below
+    the best distance found. Needs a pair to check (rows.any).
     """
-    half_sizes = rows.row_half_sizes[touching]
-    direction = end - start
-    safe = np.where(np.abs(direction) > 1e-15, direction, 1e-15)
-    upper, lower = (half_sizes - start) / safe, (-half_sizes - start) / safe
-    enter = np.maximum.reduce(np.minimum(upper, lower), axis=1)
-    leave = np.minimum.reduce(np.maximum(upper, lower), axis=1)
-    enters = np.maximum(enter, 0.0) <= np.minimum(leave, 1.0)
-    if enters.any():
-        values = boxes[touching]
-        values[enters] = np.minimum(depth[enters], 0.0) - rows.row_radii[touching][enters]
-        boxes[touching] = values
+    flat, points = bounds(rows, world)
+    entry_pair = rows.entry_pair
+    best_pair = entry_pair[int(flat.argmin())]
+    best = exact(rows, points, best_pair)
+    candidates = (flat < best).nonzero()[0]
+    if len(candidates) > 1:
+        done = {best_pair}
+        for bound, entry in sorted(zip(flat[candidates].tolist(), candidates.tolist())):
+            if bound >= best:
+                break
+            pair = entry_pair[entry]
+            if pair not in done:
+                done.add(pair)
+                distance = exact(rows, points, pair)
+                if distance < best:
+                    best, best_pair = distance, pair
+    return best, best_pair, points
+
+
+def clear_of(model: CollisionModel, rows: CheckRows, world: np.ndarray,
+             distance: float) -> bool:
+    """Return whether every checked pair is at least `distance` apart (see nearest)."""
+    if not rows.any:
+        return True
+    flat, points = bounds(rows, world)
+    candidates = (flat < distance).nonzero()[0]
+    done = set()
+    for _, entry in sorted(zip(flat[candidates].tolist(), candidates.tolist())):
+        pair = rows.entry_pair[entry]
+        if pair not in done:
+            done.add(pair)
+            if exact(rows, points, pair) < distance:
+                return False
+    return True
+
+
+def exact(rows: CheckRows, points: list, pair: int) -> float:
+    """Return a pair's distance (metres, radii subtracted) from the placed points."""
+    kind, body, other = rows.pairs[pair]
+    xs, ys, zs = points
+    bodies = rows.bodies
+    sx, sy, sz = xs[body], ys[body], zs[body]
+    dx, dy, dz = xs[bodies + body], ys[bodies + body], zs[bodies + body]
+    radius = rows.radii[body]
+    if kind == 0:
+        return _segments(sx, sy, sz, dx, dy, dz, rows.squared[body], xs[other], ys[other],
+                         zs[other], xs[bodies + other], ys[bodies + other],
+                         zs[bodies + other], rows.squared[other]) - radius - rows.radii[other]
+    if kind == 1:
+        (px, py, pz), (ux, uy, uz), squared, round_radius, cylinder = rows.round_rows[other]
+        distance = _segments(sx, sy, sz, dx, dy, dz, rows.squared[body], px, py, pz, ux, uy,
+                             uz, squared) - radius - round_radius
+        if cylinder is None:
+            return distance
+        (cx, cy, cz), (ax, ay, az), half_length = cylinder
+        z_start = (sx - cx) * ax + (sy - cy) * ay + (sz - cz) * az
+        z_end = z_start + dx * ax + dy * ay + dz * az
+        low, high = min(z_start, z_end), max(z_start, z_end)
+        slab = max(max(low, -high) - half_length, 0.0) - radius
+        return slab if slab > distance else distance
+    (r0, r1, r2, r3, r4, r5, r6, r7, r8), (tx, ty, tz), half = rows.box_rows[other]
+    sx, sy, sz = sx - tx, sy - ty, sz - tz        # local = R^T (x - t)
+    start = (sx * r0 + sy * r3 + sz * r6, sx * r1 + sy * r4 + sz * r7,
+             sx * r2 + sy * r5 + sz * r8)
+    direction = (dx * r0 + dy * r3 + dz * r6, dx * r1 + dy * r4 + dz * r7,
+                 dx * r2 + dy * r5 + dz * r8)
+    return _segment_box(start, direction, half) - radius
+
+
+def _segments(px: float, py: float, pz: float, ux: float, uy: float, uz: float, a: float,
+              qx: float, qy: float, qz: float, vx: float, vy: float, vz: float, e: float
+              ) -> float:
+    """
+    Return the distance of segments p + s u and q + t v (s, t in 0..1), |u|^2 a, |v|^2 e.
+
+    Ericson's closest points (Real-Time Collision Detection, 5.1.9) without branches on
+    degenerate segments: a guarded denominator, then each parameter's best answer to the
+    other, clamped (exact for parallel and zero-length segments too).
+    """
+    rx, ry, rz = px - qx, py - qy, pz - qz
+    b = ux * vx + uy * vy + uz * vz
+    c = ux * rx + uy * ry + uz * rz
+    f = vx * rx + vy * ry + vz * rz
+    s = (b * f - c * e) / (a * e - b * b + _TINY)
+    s = 0.0 if s < 0.0 else 1.0 if s > 1.0 else s
+    t = (b * s + f) / (e + _TINY)
+    t = 0.0 if t < 0.0 else 1.0 if t > 1.0 else t
+    s = (b * t - c) / (a + _TINY)
+    s = 0.0 if s < 0.0 else 1.0 if s > 1.0 else s
+    gx, gy, gz = rx + s * ux - t * vx, ry + s * uy - t * vy, rz + s * uz - t * vz
+    return sqrt(gx * gx + gy * gy + gz * gz)
+
+
+def _segment_box(start: tuple, direction: tuple, half: tuple) -> float:
+    """
+    Return a segment's distance to a centred box (its frame), or <= 0 where they meet.
+
+    The squared distance along the segment is convex and piecewise quadratic, its slope
+    piecewise linear and nondecreasing with breaks where a coordinate crosses a face
+    plane: the minimum is at an end or where the slope crosses zero, found by walking the
+    breaks. Where the segment meets the box: the deeper of its ends inside it (minus
+    its depth), else zero.
+    """
+    sx, sy, sz = start
+    dx, dy, dz = direction
+    hx, hy, hz = half
+    at = box_parameter(sx, sy, sz, dx, dy, dz, hx, hy, hz)
+    x, y, z = abs(sx + at * dx) - hx, abs(sy + at * dy) - hy, abs(sz + at * dz) - hz
+    squared = ((x * x if x > 0.0 else 0.0) + (y * y if y > 0.0 else 0.0)
+               + (z * z if z > 0.0 else 0.0))
+    if squared > 0.0:
+        return sqrt(squared)
+    depth = min(max(abs(sx) - hx, abs(sy) - hy, abs(sz) - hz),
+                max(abs(sx + dx) - hx, abs(sy + dy) - hy, abs(sz + dz) - hz))
+    return depth if depth < 0.0 else 0.0
+
+
+def box_parameter(sx: float, sy: float, sz: float, dx: float, dy: float, dz: float,
+                  hx: float, hy: float, hz: float) -> float:
+    """Return where (0..1) along segment s + t d the squared distance to a box is least."""
+    low_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, 0.0)
+    if low_slope >= 0.0:
+        return 0.0
+    high_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, 1.0)
+    if high_slope <= 0.0:
+        return 1.0
+    low = 0.0
+    for high in sorted(t for t in (
+            (hx - sx) / dx if dx else 2.0, (-hx - sx) / dx if dx else 2.0,
+            (hy - sy) / dy if dy else 2.0, (-hy - sy) / dy if dy else 2.0,
+            (hz - sz) / dz if dz else 2.0, (-hz - sz) / dz if dz else 2.0)
+            if 0.0 < t < 1.0) + [1.0]:
+        high_slope = _slope(sx, sy, sz, dx, dy, dz, hx, hy, hz, high)
+        if high_slope >= 0.0:
+            return low + (high - low) * (-low_slope / (high_slope - low_slope))
+        low, low_slope = high, high_slope
+    return 1.0
+
+
+def _slope(sx: float, sy: float, sz: float, dx: float, dy: float, dz: float, hx: float,
+           hy: float, hz: float, at: float) -> float:
+    """Return half the slope of the squared box distance at segment parameter `at`."""
+    x, y, z = sx + at * dx, sy + at * dy, sz + at * dz
+    return (((x - hx) * dx if x > hx else (x + hx) * dx if x < -hx else 0.0)
+            + ((y - hy) * dy if y > hy else (y + hy) * dy if y < -hy else 0.0)
+            + ((z - hz) * dz if z > hz else (z + hz) * dz if z < -hz else 0.0))

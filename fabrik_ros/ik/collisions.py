@@ -160,8 +160,8 @@ class Collisions:
         known = self._clear_seeds[1]
         for index, seed in enumerate(self.seeds()):
             if index not in known:
-                known[index] = self.model.min_distance(self.chain.world_frames(seed),
-                                                       self.scene) >= self.margin
+                known[index] = self.model.is_clear(self.chain.world_frames(seed), self.scene,
+                                                   self.margin)
             if known[index]:
                 yield seed
 
@@ -359,6 +359,8 @@ class _Pose(NamedTuple):
     clearance: float
     objective: float        # squared weighted residual
     met: bool               # the goals within their tolerances
+    world: np.ndarray       # its FK frames, kept for the result
+    names: tuple[str, str]  # the closest pair
 
 
 class _Search:
@@ -432,9 +434,9 @@ class _Search:
                   ) -> tuple[_Pose, np.ndarray, np.ndarray | None, np.ndarray]:
         """Return the pose at q, its residual, its Jacobian (if asked) and FK frames."""
         world = self.solver.chain.world_frames(q)
-        clearance = self.model.min_distance(world, self.collisions.scene)
+        clearance, names = self.model.nearest_names(world, self.collisions.scene)
         residual, jacobian_rows, met = self.task.residual(world, jacobian)
-        return (_Pose(q, clearance, float(residual @ residual), met), residual,
+        return (_Pose(q, clearance, float(residual @ residual), met, world, names), residual,
                 jacobian_rows, world)
 
     def _close(self, q: np.ndarray, steps: int) -> _Pose:
@@ -467,8 +469,9 @@ class _Search:
 
     def _constraints(self, world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return the distances (k,) of the pairs near the margin and their gradients (k, n)."""
-        pairs = self.model.pair_distances(world, self.collisions.scene)
-        near = np.flatnonzero(pairs.distances < self.margin + INFLUENCE)
+        pairs = self.model.pair_distances(world, self.collisions.scene,
+                                          within=self.margin + INFLUENCE)
+        near = np.arange(len(pairs.distances))
         if not len(near):
             return np.empty(0), np.empty((0, self.solver.chain.dof))
         first_points, second_points = pairs.points_first[near], pairs.points_second[near]
@@ -493,9 +496,8 @@ class _Search:
 
     def _result(self, pose: _Pose) -> IkResult:
         """Return pose as the solve's IkResult, errors measured from its FK."""
-        solver, answer = self.solver, self.answer
-        world = solver.chain.world_frames(pose.q)
-        tools = self.geometry.tool_frames(world)
+        answer = self.answer
+        tools = self.geometry.tool_frames(pose.world)
         positions = tools[:, :3, 3]
         errors = np.array([math.dist(goal, position) if goal is not None else math.nan
                            for goal, position in zip(self.problem.targets, positions)])
@@ -508,7 +510,7 @@ class _Search:
             else:
                 angles[row] = _rotation_error(reached.ravel().tolist(),
                                               rotation.ravel().tolist())[0]
-        clearance, names = self.model.nearest_names(world, self.collisions.scene)
+        clearance, names = pose.clearance, pose.names
         error = float(np.nanmax(errors))
         reached = pose.met and clearance >= self.margin
         return IkResult(
