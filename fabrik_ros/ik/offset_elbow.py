@@ -38,24 +38,38 @@ import numpy as np
 
 from .rotations import _apply, _product, _transposed
 from .wrist import (_CENTRE_OFF, _cross, _dot, _meeting, _PARALLEL, _sinusoid_roots,
-                    _turn_angle, _turned, _within, Shoulder, spherical_shoulder,
-                    wrist_angles)
+                    _TWO_PI, _within, Shoulder, spherical_shoulder)
 
-_NARROW = 1e-9          # |sin| below this: two directions too near parallel to fix a frame
+_NARROW = 1e-9          # |sin|^2 below this: two directions too near parallel to fix a frame
+
+Vector = tuple[float, float, float]
+Turned = tuple[Vector, Vector, Vector]   # a vector's parts about an axis (see _parts)
 
 
 class OffsetElbow(NamedTuple):
-    """A seven-joint arm of the Panda's kind (see the module docstring): its constants."""
+    """
+    A seven-joint arm of the Panda's kind (see the module docstring): its constants.
 
-    shoulder: Shoulder                  # the first four joints, tipped at W
-    fifth: tuple[float, float, float]   # the fifth axis
-    sixth: tuple[float, float, float]   # the sixth axis
-    seventh: tuple[float, float, float]  # the seventh axis
-    cosine: float                       # fifth . sixth
-    centre: tuple[float, float, float]  # W from a point on the seventh axis
-    lead: tuple[float, float, float]    # that point from the tool's origin
-    zero: tuple[float, ...]             # the tool's rotation
-    across: tuple[float, float, float]  # a direction across the sixth axis
+    S is the shoulder's point, W where the fifth and sixth axes meet, E a point on the
+    elbow's axis, C one on the seventh's; axes a1 ... a7; all at q = 0, base frame.
+    """
+
+    shoulder: Shoulder      # the first four joints, tipped at W (spherical_shoulder)
+    pair: tuple[float, Vector, float, float]  # a1 . a2, a1 x a2, |a1 x a2|^2, a2 . a3
+    third_across: tuple[Vector, Vector]  # a3 across a2, and a2 times that
+    across_third: tuple[Vector, Vector]  # a direction across a3, and a3 times that
+    lever: Turned           # W - E about a4
+    elbow: Vector           # E - S
+    fifth: Turned           # a5 about a4
+    fifth_axis: Vector      # a5
+    sixth: Vector           # a6
+    cosine: float           # a5 . a6
+    fifth_across: tuple[Vector, Vector]  # a6 across a5, and a5 times that
+    sixth_across: tuple[Vector, Vector]  # a direction across a6, and a6 times that
+    seventh: Vector         # a7
+    turned: tuple[Turned, Turned, Turned]  # W - C, a6 and the direction across a6 about a7
+    lead: Vector            # C from the tool's origin
+    zero: tuple[float, ...]  # the tool's rotation
 
 
 def offset_elbow(chain: Chain, tolerance: float) -> OffsetElbow | None:
@@ -88,17 +102,28 @@ def offset_elbow(chain: Chain, tolerance: float) -> OffsetElbow | None:
     shoulder = spherical_shoulder(upper_arm, tolerance)
     if shoulder is None:
         return None
+    return _constants(shoulder, [_floats(axis) for axis in axes], _floats(meet),
+                      _floats(points[6]), chain.tip_pose(zero))
 
-    def floats(v: np.ndarray) -> tuple[float, float, float]:
-        return tuple(float(x) for x in v)
 
-    tool = chain.tip_pose(zero)
-    fifth, sixth = floats(axes[4]), floats(axes[5])
+def _constants(shoulder: Shoulder, axes: list[Vector], meet: Vector, seventh: Vector,
+               tool: np.ndarray) -> OffsetElbow:
+    """Return the constants of offset_elbow's arm (see OffsetElbow)."""
+    a1, a2, a3, a4, a5, a6, a7 = axes
+    normal = _cross(a1, a2)
+    across3 = _across(a3)
+    free3 = _minus(a3, _scaled(a2, _dot(a2, a3)))
+    (_, corner), point = shoulder.elbow, shoulder.point
+    free = _minus(a6, _scaled(a5, _dot(a5, a6)))
+    across6 = _across(a6)
     return OffsetElbow(
-        shoulder, fifth, sixth, floats(axes[6]), _dot(fifth, sixth),
-        floats(meet - points[6]), floats(points[6] - tool[:3, 3]),
-        tuple(tool[:3, :3].ravel().tolist()),
-        _unit(_cross(sixth, (1.0, 0.0, 0.0) if abs(sixth[0]) < 0.9 else (0.0, 1.0, 0.0))))
+        shoulder, (_dot(a1, a2), normal, _dot(normal, normal), _dot(a2, a3)),
+        (free3, _cross(a2, free3)), (across3, _cross(a3, across3)),
+        _parts(a4, _minus(meet, corner)), _minus(corner, point), _parts(a4, a5), a5, a6,
+        _dot(a5, a6),
+        (free, _cross(a5, free)), (across6, _cross(a6, across6)), a7,
+        tuple(_parts(a7, v) for v in (_minus(meet, seventh), a6, across6)),
+        _minus(seventh, _floats(tool[:3, 3])), tuple(tool[:3, :3].ravel().tolist()))
 
 
 def offset_elbow_angles(arm: OffsetElbow, position: Sequence[float],
@@ -114,57 +139,7 @@ def offset_elbow_angles(arm: OffsetElbow, position: Sequence[float],
     nearest the seed, with its squared distance from the seed (radians squared); None if
     none (out of reach, or at a singularity: the sixth axis along the line S-W).
     """
-    # The target times the tool's turn at zero undone, times the seventh's turn undone:
-    # the turn of the first six joints (their product of exponentials).
-    m = _turn(rotation, arm.zero)
-    undone = [_turned(arm.seventh, -last, v) for v in (arm.centre, arm.sixth, arm.across)]
-    centre, sixth, across = (_apply(m, v) for v in undone)
-    lx, ly, lz = _apply(m, arm.lead)
-    shoulder = arm.shoulder
-    sx, sy, sz = shoulder.point
-    dx = position[0] + centre[0] + lx - sx
-    dy = position[1] + centre[1] + ly - sy
-    dz = position[2] + centre[2] + lz - sz
-    squared = dx * dx + dy * dy + dz * dz
-    if squared < 1e-24:
-        return None
-    scale = 1.0 / math.sqrt(squared)
-    toward = (dx * scale, dy * scale, dz * scale)
-    a, b, c = shoulder.sinusoid
-    (elbow, (ex, ey, ez)), lever = shoulder.elbow, shoulder.lever
-    best, distance = None, math.inf
-    s4, s5, s6, s7 = seed[3:]
-    for t4 in _sinusoid_roots(-a, -b, c - squared):
-        f4 = _within(t4, seed[3], lower[3], upper[3])
-        if f4 is None:
-            continue
-        lx, ly, lz = _turned(elbow, t4, lever)
-        at_zero = _unit((ex + lx - sx, ey + ly - sy, ez + lz - sz))  # S-W, shoulder at 0
-        fifth = _turned(elbow, t4, arm.fifth)
-        for turned_fifth in _cones(toward, _dot(at_zero, fifth), sixth, arm.cosine):
-            turn = _frame_turn(at_zero, fifth, toward, turned_fifth)
-            if turn is None:
-                continue
-            back = _transposed(turn)
-            t5 = _turn_angle(arm.fifth, arm.sixth, _turned(elbow, -t4, _apply(back, sixth)))
-            f5 = _within(t5, s5, lower[4], upper[4])
-            if f5 is None:
-                continue
-            t6 = _turn_angle(arm.sixth, arm.across, _turned(arm.fifth, -t5, _turned(
-                elbow, -t4, _apply(back, across))))
-            f6 = _within(t6, s6, lower[5], upper[5])
-            if f6 is None:
-                continue
-            moved = (f4 - s4) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2 + (last - s7) ** 2
-            if moved >= distance:
-                continue
-            first = wrist_angles(shoulder.axes, turn, seed[:3], lower[:3], upper[:3])
-            if first is None:
-                continue
-            moved += sum((t - s) ** 2 for t, s in zip(first, seed))
-            if moved < distance:
-                best, distance = first + [f4, f5, f6, last], moved
-    return (best, distance) if best is not None else None
+    return _angles_at(arm, _target(arm, position, rotation), last, seed, lower, upper)
 
 
 def swept_angles(arm: OffsetElbow, position: Sequence[float], rotation: Sequence[float],
@@ -176,40 +151,247 @@ def swept_angles(arm: OffsetElbow, position: Sequence[float], rotation: Sequence
     The seventh angle at its seed first, then `steps` steps of `step` radians either way
     (nearest first), then halfway between those: the first at which a solution fits the
     limits gives the answer, the one nearest the seed there (see offset_elbow_angles).
+    Angles at which the elbow cannot set the distance S-W within its limits are passed
+    over at the cost of a sine and a cosine.
     """
     free, low, high = seed[6], lower[6], upper[6]
+    target = _target(arm, position, rotation)
+    (kx, ky, kz), (lx, ly, lz), (qx, qy, qz) = target[0]
+    base, along, cross = kx * kx + ky * ky + kz * kz + lx * lx + ly * ly + lz * lz, \
+        2.0 * (kx * lx + ky * ly + kz * lz), -2.0 * (kx * qx + ky * qy + kz * qz)
+    shortest, longest = _reach(arm.shoulder.sinusoid, lower[3], upper[3])
     nearest = [free] + [free + sign * k * step for k in range(1, steps + 1)
                         for sign in (1.0, -1.0)]
     halfway = [free + sign * (k - 0.5) * step for k in range(1, steps + 1)
                for sign in (1.0, -1.0)]
     for last in nearest + halfway:
-        if low <= last <= high:
-            found = offset_elbow_angles(arm, position, rotation, last, seed, lower, upper)
+        if low <= last <= high and shortest <= base + along * math.cos(last) \
+                + cross * math.sin(last) <= longest:
+            found = _angles_at(arm, target, last, seed, lower, upper)
             if found is not None:
                 return found[0]
     return None
 
 
-def _turn(target: Sequence[float], reached: Sequence[float]) -> tuple[float, ...]:
-    """Return target @ reached^T (row-major 9-tuples)."""
-    return _product(target, _transposed(reached))
+def _target(arm: OffsetElbow, position: Sequence[float], rotation: Sequence[float]
+            ) -> tuple[Turned, Turned, Turned]:
+    """
+    Return W - S, a6 and the direction across a6 as the seventh angle t turns them.
+
+    Each as (k, l, m): the vector is k + cos t l - sin t m (the target times the tool's
+    turn at zero undone, times the seventh's turn undone: the first six joints' turn).
+    """
+    m = _product(rotation, _transposed(arm.zero))
+    sx, sy, sz = arm.shoulder.point
+    lx, ly, lz = _apply(m, arm.lead)
+    offset = (position[0] + lx - sx, position[1] + ly - sy, position[2] + lz - sz)
+    terms = []
+    for index, (par, perp, cross) in enumerate(arm.turned):
+        k = _apply(m, par)
+        if index == 0:
+            k = (k[0] + offset[0], k[1] + offset[1], k[2] + offset[2])
+        terms.append((k, _apply(m, perp), _apply(m, cross)))
+    return tuple(terms)
 
 
-def _unit(v: Sequence[float]) -> tuple[float, float, float]:
+def _reach(sinusoid: Sequence[float], lower: float, upper: float) -> tuple[float, float]:
+    """Return the least and greatest |W - S|^2 the elbow sets within its limits."""
+    a, b, c = sinusoid
+    r, phase = math.hypot(a, b), math.atan2(b, a)   # |W - S|^2 = c - r cos(t - phase)
+    if not upper - lower < _TWO_PI:
+        return c - r, c + r
+    ends = [c - r * math.cos(lower - phase), c - r * math.cos(upper - phase)]
+    least, greatest = min(ends), max(ends)
+    if math.ceil((lower - phase) / _TWO_PI) <= (upper - phase) / _TWO_PI:
+        least = c - r
+    if math.ceil((lower - phase - math.pi) / _TWO_PI) <= (upper - phase - math.pi) / _TWO_PI:
+        greatest = c + r
+    return least - 1e-12, greatest + 1e-12
+
+
+def _angles_at(arm: OffsetElbow, target: tuple[Turned, Turned, Turned], last: float,
+               seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
+               ) -> tuple[list[float], float] | None:
+    """Return offset_elbow_angles's answer for the pose as _target gives it."""
+    c7, s7 = math.cos(last), math.sin(last)
+    (dx, dy, dz), sixth, across = (
+        (k[0] + c7 * l[0] - s7 * m[0], k[1] + c7 * l[1] - s7 * m[1],
+         k[2] + c7 * l[2] - s7 * m[2]) for k, l, m in target)
+    squared = dx * dx + dy * dy + dz * dz
+    if squared < 1e-24:
+        return None
+    scale = 1.0 / math.sqrt(squared)
+    toward = (dx * scale, dy * scale, dz * scale)
+    a, b, c = arm.shoulder.sinusoid
+    ex, ey, ez = arm.elbow
+    best, distance = None, math.inf
+    moved7 = (last - seed[6]) ** 2
+    for t4 in _sinusoid_roots(-a, -b, c - squared):
+        f4 = _within(t4, seed[3], lower[3], upper[3])
+        if f4 is None:
+            continue
+        c4, s4 = math.cos(t4), math.sin(t4)
+        lx, ly, lz = _rotated(arm.lever, c4, s4)
+        at_zero = _unit((ex + lx, ey + ly, ez + lz))     # S-W with the shoulder at zero
+        fifth = _rotated(arm.fifth, c4, s4)
+        moved = (f4 - seed[3]) ** 2 + moved7
+        for turned_fifth in _cones(toward, _dot(at_zero, fifth), sixth, arm.cosine):
+            turn = _frame_turn(at_zero, fifth, toward, turned_fifth)
+            if turn is None:
+                continue
+            found = _wrist_pair(arm, turn, (c4, s4), sixth, across, seed, lower, upper)
+            if found is None or moved + found[1] >= distance:
+                continue
+            first = _shoulder_angles(arm, turn, seed, lower, upper,
+                                     distance - moved - found[1])
+            if first is not None:
+                best = first[0] + [f4, *found[0], last]
+                distance = moved + found[1] + first[1]
+    return (best, distance) if best is not None else None
+
+
+def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], elbow: tuple[float, float],
+                sixth: Vector, across: Vector, seed: Sequence[float],
+                lower: Sequence[float], upper: Sequence[float]
+                ) -> tuple[list[float], float] | None:
+    """
+    Return the fifth and sixth angles within the limits and their squared move, or None.
+
+    turn: the shoulder's; elbow: the cosine and sine of its angle; sixth, across: the
+    target's a6 and direction across it (both turned back by the shoulder and the elbow,
+    the fifth turns a6 onto the first, then the sixth the direction across it onto the
+    second, subproblem 1).
+    """
+    c4, s4 = elbow
+    a4 = arm.shoulder.elbow[0]
+    (e1, e2), (g1, g2) = arm.fifth_across, arm.sixth_across
+    y = _unturned(a4, c4, s4, _apply_transposed(turn, sixth))
+    x, z = _dot(e1, y), _dot(e2, y)
+    norm = math.hypot(x, z)
+    if norm < 1e-12:
+        return None
+    t5 = _within(math.atan2(z, x), seed[4], lower[4], upper[4])
+    if t5 is None:
+        return None
+    v = _unturned(arm.fifth_axis, x / norm, z / norm,
+                  _unturned(a4, c4, s4, _apply_transposed(turn, across)))
+    t6 = _within(math.atan2(_dot(g2, v), _dot(g1, v)), seed[5], lower[5], upper[5])
+    if t6 is None:
+        return None
+    return [t5, t6], (t5 - seed[4]) ** 2 + (t6 - seed[5]) ** 2
+
+
+def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[float],
+                     lower: Sequence[float], upper: Sequence[float], bound: float
+                     ) -> tuple[list[float], float] | None:
+    """
+    Return the shoulder's angles making its turn, nearest the seed, and their squared move.
+
+    exp(a1 t1) exp(a2 t2) carry a3 onto turn a3 (subproblem 2: none, one or two), then
+    exp(a3 t3) turns the direction across a3 the rest of the way (subproblem 1); each
+    angle turned by whole turns where that brings it inside its limits; None if none fits
+    the limits nearer the seed than bound (radians squared).
+    """
+    a1, a2, _ = arm.shoulder.axes
+    cosine, (nx, ny, nz), normal_squared, along = arm.pair
+    (e1, e2), (f1, f2) = arm.third_across, arm.across_third
+    q = _apply(turn, arm.shoulder.axes[2])
+    denominator = cosine * cosine - 1.0
+    aq = _dot(a1, q)
+    alpha, beta = (cosine * along - aq) / denominator, (cosine * aq - along) / denominator
+    square = (1.0 - alpha * alpha - beta * beta - 2.0 * alpha * beta * cosine) \
+        / normal_squared
+    if square < -1e-9:
+        return None
+    gamma = math.sqrt(max(square, 0.0))
+    mx, my, mz = (alpha * a1[0] + beta * a2[0], alpha * a1[1] + beta * a2[1],
+                  alpha * a1[2] + beta * a2[2])
+    carried = _apply(turn, f1)
+    s1, s2, s3 = seed[:3]
+    best, distance = None, bound
+    for side in ((gamma, -gamma) if gamma else (gamma,)):
+        z = (mx + side * nx, my + side * ny, mz + side * nz)
+        t2 = _within(math.atan2(_dot(e2, z), _dot(e1, z)), s2, lower[1], upper[1])
+        if t2 is None:
+            continue
+        # a1's turn carries z onto q: their parts across a1.
+        x, y = _dot(z, q) - _dot(a1, z) * aq, _dot(a1, _cross(z, q))
+        t1 = _within(math.atan2(y, x), s1, lower[0], upper[0])
+        moved = (t2 - s2) ** 2
+        if t1 is None or moved + (t1 - s1) ** 2 >= distance:
+            continue
+        w = _unturned(a2, math.cos(t2), math.sin(t2),
+                      _unturned(a1, math.cos(t1), math.sin(t1), carried))
+        t3 = _within(math.atan2(_dot(f2, w), _dot(f1, w)), s3, lower[2], upper[2])
+        if t3 is not None:
+            moved += (t1 - s1) ** 2 + (t3 - s3) ** 2
+            if moved < distance:
+                best, distance = [t1, t2, t3], moved
+    return (best, distance) if best is not None else None
+
+
+def _floats(v: np.ndarray) -> Vector:
+    """Return a numpy 3-vector as a tuple of floats."""
+    return float(v[0]), float(v[1]), float(v[2])
+
+
+def _minus(a: Sequence[float], b: Sequence[float]) -> Vector:
+    """Return a - b."""
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2]
+
+
+def _scaled(v: Sequence[float], factor: float) -> Vector:
+    """Return v times a factor."""
+    return v[0] * factor, v[1] * factor, v[2] * factor
+
+
+def _unit(v: Sequence[float]) -> Vector:
     """Return v scaled to unit length."""
-    scale = 1.0 / math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    return v[0] * scale, v[1] * scale, v[2] * scale
+    return _scaled(v, 1.0 / math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]))
 
 
-def _cones(u: Sequence[float], cu: float, w: Sequence[float], cw: float
-           ) -> list[tuple[float, float, float]]:
+def _across(v: Vector) -> Vector:
+    """Return a unit direction across the unit v."""
+    return _unit(_cross(v, (1.0, 0.0, 0.0) if abs(v[0]) < 0.9 else (0.0, 1.0, 0.0)))
+
+
+def _parts(axis: Vector, v: Vector) -> Turned:
+    """Return v's parts about a unit axis: along it, across it, and the axis times v."""
+    along = _scaled(axis, _dot(axis, v))
+    return along, _minus(v, along), _cross(axis, v)
+
+
+def _rotated(parts: Turned, cosine: float, sine: float) -> Vector:
+    """Return the vector of `parts` (see _parts) turned by the angle of cosine and sine."""
+    (px, py, pz), (qx, qy, qz), (rx, ry, rz) = parts
+    return (px + cosine * qx + sine * rx, py + cosine * qy + sine * ry,
+            pz + cosine * qz + sine * rz)
+
+
+def _unturned(axis: Vector, cosine: float, sine: float, v: Vector) -> Vector:
+    """Return v turned back about a unit axis by the angle of cosine and sine (Rodrigues)."""
+    ax, ay, az = axis
+    x, y, z = v
+    along = (ax * x + ay * y + az * z) * (1.0 - cosine)
+    return (x * cosine - (ay * z - az * y) * sine + ax * along,
+            y * cosine - (az * x - ax * z) * sine + ay * along,
+            z * cosine - (ax * y - ay * x) * sine + az * along)
+
+
+def _apply_transposed(m: Sequence[float], v: Vector) -> Vector:
+    """Return the transpose of the row-major 3x3 matrix m applied to v."""
+    x, y, z = v
+    return (m[0] * x + m[3] * y + m[6] * z, m[1] * x + m[4] * y + m[7] * z,
+            m[2] * x + m[5] * y + m[8] * z)
+
+
+def _cones(u: Sequence[float], cu: float, w: Sequence[float], cw: float) -> list[Vector]:
     """
     Return the unit directions z with z . u = cu and z . w = cw: none, one or two.
 
     u, w: unit directions, not parallel (none where they are within _NARROW of it).
     """
     cosine = _dot(u, w)
-    normal = _cross(u, w)
     sine_squared = 1.0 - cosine * cosine
     if sine_squared < _NARROW:
         return []
@@ -219,21 +401,28 @@ def _cones(u: Sequence[float], cu: float, w: Sequence[float], cw: float
     if square < -1e-9:
         return []
     g = math.sqrt(max(square, 0.0))
-    middle = (x * u[0] + y * w[0], x * u[1] + y * w[1], x * u[2] + y * w[2])
-    return [(middle[0] + side * normal[0], middle[1] + side * normal[1],
-             middle[2] + side * normal[2]) for side in ((g, -g) if g else (g,))]
+    nx, ny, nz = _cross(u, w)
+    mx, my, mz = x * u[0] + y * w[0], x * u[1] + y * w[1], x * u[2] + y * w[2]
+    return [(mx + side * nx, my + side * ny, mz + side * nz)
+            for side in ((g, -g) if g else (g,))]
 
 
-def _frame_turn(u: Sequence[float], v: Sequence[float], p: Sequence[float],
-                q: Sequence[float]) -> tuple[float, ...] | None:
+def _frame_turn(u: Vector, v: Vector, p: Vector, q: Vector) -> tuple[float, ...] | None:
     """
     Return the rotation turning unit u onto p and v onto q (u . v = p . q), None if u // v.
 
-    The frames (u, n, u x n) and (p, m, p x m), n and m the normalised u x v and p x q.
+    The sum of the outer products of the frames (u, n, u x n) and (p, m, p x m), n and m
+    the normalised u x v and p x q.
     """
     n, m = _cross(u, v), _cross(p, q)
     if _dot(n, n) < _NARROW or _dot(m, m) < _NARROW:
         return None
-    n, m = _unit(n), _unit(m)
-    k, j = _cross(u, n), _cross(p, m)
-    return tuple(p[r] * u[s] + m[r] * n[s] + j[r] * k[s] for r in range(3) for s in range(3))
+    (n0, n1, n2), (m0, m1, m2) = _unit(n), _unit(m)
+    (k0, k1, k2), (j0, j1, j2) = _cross(u, (n0, n1, n2)), _cross(p, (m0, m1, m2))
+    u0, u1, u2 = u
+    p0, p1, p2 = p
+    return (p0 * u0 + m0 * n0 + j0 * k0, p0 * u1 + m0 * n1 + j0 * k1,
+            p0 * u2 + m0 * n2 + j0 * k2, p1 * u0 + m1 * n0 + j1 * k0,
+            p1 * u1 + m1 * n1 + j1 * k1, p1 * u2 + m1 * n2 + j1 * k2,
+            p2 * u0 + m2 * n0 + j2 * k0, p2 * u1 + m2 * n1 + j2 * k1,
+            p2 * u2 + m2 * n2 + j2 * k2)
