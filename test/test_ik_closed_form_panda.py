@@ -110,8 +110,9 @@ def solved(chain: Chain, q: np.ndarray, seed: np.ndarray) -> list[float] | None:
     arm = offset_elbow(chain, 1e-4)
     assert arm is not None
     pose = chain.tip_pose(q)
+    last = float(np.clip(q[6], chain.lower[6], chain.upper[6]))   # a bound's rounding
     found = offset_elbow_angles(arm, pose[:3, 3].tolist(), pose[:3, :3].ravel().tolist(),
-                                float(q[6]), seed.tolist(), chain.lower.tolist(),
+                                last, seed.tolist(), chain.lower.tolist(),
                                 chain.upper.tolist())
     return None if found is None else found[0]
 

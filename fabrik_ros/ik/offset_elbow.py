@@ -36,7 +36,6 @@ from typing import NamedTuple, Sequence
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
-from .rotations import _apply, _product, _transposed
 from .wrist import (_CENTRE_OFF, _cross, _dot, _meeting, _PARALLEL, _sinusoid_roots,
                     _TWO_PI, _within, Shoulder, spherical_shoulder)
 
@@ -57,7 +56,6 @@ class OffsetElbow(NamedTuple):
     shoulder: Shoulder      # the first four joints, tipped at W (spherical_shoulder)
     pair: tuple[float, Vector, float, float]  # a1 . a2, a1 x a2, |a1 x a2|^2, a2 . a3
     third_across: tuple[Vector, Vector]  # a3 across a2, and a2 times that
-    across_third: tuple[Vector, Vector]  # a direction across a3, and a3 times that
     lever: Turned           # W - E about a4
     elbow: Vector           # E - S
     fifth: Turned           # a5 about a4
@@ -67,9 +65,9 @@ class OffsetElbow(NamedTuple):
     fifth_across: tuple[Vector, Vector]  # a6 across a5, and a5 times that
     sixth_across: tuple[Vector, Vector]  # a direction across a6, and a6 times that
     seventh: Vector         # a7
-    turned: tuple[Turned, Turned, Turned]  # W - C, a6 and the direction across a6 about a7
-    lead: Vector            # C from the tool's origin
-    zero: tuple[float, ...]  # the tool's rotation
+    turned: tuple[Vector, ...]  # W - C, a6 and the direction across a6 about a7 (see
+    #                             _parts), nine vectors in the tool's frame at q = 0
+    lead: Vector            # C from the tool's origin, in that frame
 
 
 def offset_elbow(chain: Chain, tolerance: float) -> OffsetElbow | None:
@@ -111,19 +109,19 @@ def _constants(shoulder: Shoulder, axes: list[Vector], meet: Vector, seventh: Ve
     """Return the constants of offset_elbow's arm (see OffsetElbow)."""
     a1, a2, a3, a4, a5, a6, a7 = axes
     normal = _cross(a1, a2)
-    across3 = _across(a3)
     free3 = _minus(a3, _scaled(a2, _dot(a2, a3)))
     (_, corner), point = shoulder.elbow, shoulder.point
     free = _minus(a6, _scaled(a5, _dot(a5, a6)))
     across6 = _across(a6)
     return OffsetElbow(
         shoulder, (_dot(a1, a2), normal, _dot(normal, normal), _dot(a2, a3)),
-        (free3, _cross(a2, free3)), (across3, _cross(a3, across3)),
+        (free3, _cross(a2, free3)),
         _parts(a4, _minus(meet, corner)), _minus(corner, point), _parts(a4, a5), a5, a6,
         _dot(a5, a6),
         (free, _cross(a5, free)), (across6, _cross(a6, across6)), a7,
-        tuple(_parts(a7, v) for v in (_minus(meet, seventh), a6, across6)),
-        _minus(seventh, _floats(tool[:3, 3])), tuple(tool[:3, :3].ravel().tolist()))
+        tuple(_floats(tool[:3, :3].T @ part) for v in (_minus(meet, seventh), a6, across6)
+              for part in _parts(a7, v)),
+        _floats(tool[:3, :3].T @ _minus(seventh, _floats(tool[:3, 3]))))
 
 
 def offset_elbow_angles(arm: OffsetElbow, position: Sequence[float],
@@ -156,7 +154,7 @@ def swept_angles(arm: OffsetElbow, position: Sequence[float], rotation: Sequence
     """
     free, low, high = seed[6], lower[6], upper[6]
     target = _target(arm, position, rotation)
-    (kx, ky, kz), (lx, ly, lz), (qx, qy, qz) = target[0]
+    (kx, ky, kz), (lx, ly, lz), (qx, qy, qz) = target[:3]
     base, along, cross = kx * kx + ky * ky + kz * kz + lx * lx + ly * ly + lz * lz, \
         2.0 * (kx * lx + ky * ly + kz * lz), -2.0 * (kx * qx + ky * qy + kz * qz)
     shortest, longest = _reach(arm.shoulder.sinusoid, lower[3], upper[3])
@@ -174,23 +172,23 @@ def swept_angles(arm: OffsetElbow, position: Sequence[float], rotation: Sequence
 
 
 def _target(arm: OffsetElbow, position: Sequence[float], rotation: Sequence[float]
-            ) -> tuple[Turned, Turned, Turned]:
+            ) -> tuple[Vector, ...]:
     """
     Return W - S, a6 and the direction across a6 as the seventh angle t turns them.
 
-    Each as (k, l, m): the vector is k + cos t l - sin t m (the target times the tool's
-    turn at zero undone, times the seventh's turn undone: the first six joints' turn).
+    Each as k, l, m (nine vectors): the vector is k + cos t l - sin t m (the target times
+    the tool's turn at zero undone, times the seventh's turn undone: the first six joints').
     """
-    m = _product(rotation, _transposed(arm.zero))
+    r0, r1, r2, r3, r4, r5, r6, r7, r8 = rotation
+    x, y, z = arm.lead
     sx, sy, sz = arm.shoulder.point
-    lx, ly, lz = _apply(m, arm.lead)
-    offset = (position[0] + lx - sx, position[1] + ly - sy, position[2] + lz - sz)
-    terms = []
-    for index, (par, perp, cross) in enumerate(arm.turned):
-        k = _apply(m, par)
-        if index == 0:
-            k = (k[0] + offset[0], k[1] + offset[1], k[2] + offset[2])
-        terms.append((k, _apply(m, perp), _apply(m, cross)))
+    ox = position[0] + r0 * x + r1 * y + r2 * z - sx
+    oy = position[1] + r3 * x + r4 * y + r5 * z - sy
+    oz = position[2] + r6 * x + r7 * y + r8 * z - sz
+    terms = [(r0 * x + r1 * y + r2 * z, r3 * x + r4 * y + r5 * z, r6 * x + r7 * y + r8 * z)
+             for x, y, z in arm.turned]
+    kx, ky, kz = terms[0]
+    terms[0] = (kx + ox, ky + oy, kz + oz)
     return tuple(terms)
 
 
@@ -209,14 +207,14 @@ def _reach(sinusoid: Sequence[float], lower: float, upper: float) -> tuple[float
     return least - 1e-12, greatest + 1e-12
 
 
-def _angles_at(arm: OffsetElbow, target: tuple[Turned, Turned, Turned], last: float,
+def _angles_at(arm: OffsetElbow, target: tuple[Vector, ...], last: float,
                seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
                ) -> tuple[list[float], float] | None:
     """Return offset_elbow_angles's answer for the pose as _target gives it."""
     c7, s7 = math.cos(last), math.sin(last)
     (dx, dy, dz), sixth, across = (
         (k[0] + c7 * l[0] - s7 * m[0], k[1] + c7 * l[1] - s7 * m[1],
-         k[2] + c7 * l[2] - s7 * m[2]) for k, l, m in target)
+         k[2] + c7 * l[2] - s7 * m[2]) for k, l, m in (target[:3], target[3:6], target[6:]))
     squared = dx * dx + dy * dy + dz * dz
     if squared < 1e-24:
         return None
@@ -224,22 +222,28 @@ def _angles_at(arm: OffsetElbow, target: tuple[Turned, Turned, Turned], last: fl
     toward = (dx * scale, dy * scale, dz * scale)
     a, b, c = arm.shoulder.sinusoid
     ex, ey, ez = arm.elbow
+    (px, py, pz), (qx, qy, qz), (rx, ry, rz) = arm.lever
+    (fx, fy, fz), (gx, gy, gz), (hx, hy, hz) = arm.fifth
     best, distance = None, math.inf
     moved7 = (last - seed[6]) ** 2
     for t4 in _sinusoid_roots(-a, -b, c - squared):
-        f4 = _within(t4, seed[3], lower[3], upper[3])
+        f4 = _fit(t4, seed[3], lower[3], upper[3])
         if f4 is None:
             continue
         c4, s4 = math.cos(t4), math.sin(t4)
-        lx, ly, lz = _rotated(arm.lever, c4, s4)
-        at_zero = _unit((ex + lx, ey + ly, ez + lz))     # S-W with the shoulder at zero
-        fifth = _rotated(arm.fifth, c4, s4)
+        # S-W and a5 with the shoulder at zero.
+        ux, uy, uz = ex + px + c4 * qx + s4 * rx, ey + py + c4 * qy + s4 * ry, \
+            ez + pz + c4 * qz + s4 * rz
+        scale = 1.0 / math.sqrt(ux * ux + uy * uy + uz * uz)
+        at_zero = (ux * scale, uy * scale, uz * scale)
+        fifth = (fx + c4 * gx + s4 * hx, fy + c4 * gy + s4 * hy, fz + c4 * gz + s4 * hz)
         moved = (f4 - seed[3]) ** 2 + moved7
-        for turned_fifth in _cones(toward, _dot(at_zero, fifth), sixth, arm.cosine):
+        spread = at_zero[0] * fifth[0] + at_zero[1] * fifth[1] + at_zero[2] * fifth[2]
+        for turned_fifth in _cones(toward, spread, sixth, arm.cosine):
             turn = _frame_turn(at_zero, fifth, toward, turned_fifth)
             if turn is None:
                 continue
-            found = _wrist_pair(arm, turn, (c4, s4), sixth, across, seed, lower, upper)
+            found = _wrist_pair(arm, turn, c4, s4, sixth, across, seed, lower, upper)
             if found is None or moved + found[1] >= distance:
                 continue
             first = _shoulder_angles(arm, turn, seed, lower, upper,
@@ -250,32 +254,54 @@ def _angles_at(arm: OffsetElbow, target: tuple[Turned, Turned, Turned], last: fl
     return (best, distance) if best is not None else None
 
 
-def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], elbow: tuple[float, float],
+def _fit(angle: float, seed: float, lower: float, upper: float) -> float | None:
+    """Return angle plus whole turns within [lower, upper], nearest the seed (as _within)."""
+    value = seed + math.remainder(angle - seed, _TWO_PI)
+    return value if lower <= value <= upper else _within(angle, seed, lower, upper)
+
+
+def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
                 sixth: Vector, across: Vector, seed: Sequence[float],
                 lower: Sequence[float], upper: Sequence[float]
                 ) -> tuple[list[float], float] | None:
     """
     Return the fifth and sixth angles within the limits and their squared move, or None.
 
-    turn: the shoulder's; elbow: the cosine and sine of its angle; sixth, across: the
-    target's a6 and direction across it (both turned back by the shoulder and the elbow,
-    the fifth turns a6 onto the first, then the sixth the direction across it onto the
-    second, subproblem 1).
+    turn: the shoulder's; c4, s4: the cosine and sine of the elbow's angle; sixth, across:
+    the target's a6 and direction across it. Both turned back by the shoulder and the
+    elbow, the fifth turns a6 onto the first, then the sixth the direction across a6 onto
+    the second (subproblem 1).
     """
-    c4, s4 = elbow
-    a4 = arm.shoulder.elbow[0]
-    (e1, e2), (g1, g2) = arm.fifth_across, arm.sixth_across
-    y = _unturned(a4, c4, s4, _apply_transposed(turn, sixth))
-    x, z = _dot(e1, y), _dot(e2, y)
-    norm = math.hypot(x, z)
+    m0, m1, m2, m3, m4, m5, m6, m7, m8 = turn
+    ax, ay, az = arm.shoulder.elbow[0]
+    (e1x, e1y, e1z), (e2x, e2y, e2z) = arm.fifth_across
+    (g1x, g1y, g1z), (g2x, g2y, g2z) = arm.sixth_across
+    ones = 1.0 - c4
+    vectors = []
+    for x, y, z in (sixth, across):
+        # The turn transposed, then the elbow's turned back (Rodrigues).
+        x, y, z = m0 * x + m3 * y + m6 * z, m1 * x + m4 * y + m7 * z, m2 * x + m5 * y + m8 * z
+        along = (ax * x + ay * y + az * z) * ones
+        vectors.append((x * c4 - (ay * z - az * y) * s4 + ax * along,
+                        y * c4 - (az * x - ax * z) * s4 + ay * along,
+                        z * c4 - (ax * y - ay * x) * s4 + az * along))
+    (yx, yy, yz), (x, y, z) = vectors
+    cosine, sine = e1x * yx + e1y * yy + e1z * yz, e2x * yx + e2y * yy + e2z * yz
+    norm = math.hypot(cosine, sine)
     if norm < 1e-12:
         return None
-    t5 = _within(math.atan2(z, x), seed[4], lower[4], upper[4])
+    t5 = _fit(math.atan2(sine, cosine), seed[4], lower[4], upper[4])
     if t5 is None:
         return None
-    v = _unturned(arm.fifth_axis, x / norm, z / norm,
-                  _unturned(a4, c4, s4, _apply_transposed(turn, across)))
-    t6 = _within(math.atan2(_dot(g2, v), _dot(g1, v)), seed[5], lower[5], upper[5])
+    # The fifth's turn back.
+    c5, s5 = cosine / norm, sine / norm
+    ax, ay, az = arm.fifth_axis
+    along = (ax * x + ay * y + az * z) * (1.0 - c5)
+    x, y, z = (x * c5 - (ay * z - az * y) * s5 + ax * along,
+               y * c5 - (az * x - ax * z) * s5 + ay * along,
+               z * c5 - (ax * y - ay * x) * s5 + az * along)
+    t6 = _fit(math.atan2(g2x * x + g2y * y + g2z * z, g1x * x + g1y * y + g1z * z),
+              seed[5], lower[5], upper[5])
     if t6 is None:
         return None
     return [t5, t6], (t5 - seed[4]) ** 2 + (t6 - seed[5]) ** 2
@@ -288,46 +314,109 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
     Return the shoulder's angles making its turn, nearest the seed, and their squared move.
 
     exp(a1 t1) exp(a2 t2) carry a3 onto turn a3 (subproblem 2: none, one or two), then
-    exp(a3 t3) turns the direction across a3 the rest of the way (subproblem 1); each
-    angle turned by whole turns where that brings it inside its limits; None if none fits
-    the limits nearer the seed than bound (radians squared).
+    exp(a3 t3) turns turn^T a1 onto exp(-a2 t2) a1 (subproblem 1); each angle turned by
+    whole turns where that brings it inside its limits; None if none fits the limits
+    nearer the seed than bound (radians squared).
     """
-    a1, a2, _ = arm.shoulder.axes
+    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = arm.shoulder.axes
     cosine, (nx, ny, nz), normal_squared, along = arm.pair
-    (e1, e2), (f1, f2) = arm.third_across, arm.across_third
-    q = _apply(turn, arm.shoulder.axes[2])
+    (e1x, e1y, e1z), (e2x, e2y, e2z) = arm.third_across
+    m0, m1, m2, m3, m4, m5, m6, m7, m8 = turn
+    qx, qy, qz = m0 * cx + m1 * cy + m2 * cz, m3 * cx + m4 * cy + m5 * cz, \
+        m6 * cx + m7 * cy + m8 * cz
+    yx, yy, yz = m0 * ax + m3 * ay + m6 * az, m1 * ax + m4 * ay + m7 * az, \
+        m2 * ax + m5 * ay + m8 * az
+    y_along = cx * yx + cy * yy + cz * yz
     denominator = cosine * cosine - 1.0
-    aq = _dot(a1, q)
+    aq = ax * qx + ay * qy + az * qz
     alpha, beta = (cosine * along - aq) / denominator, (cosine * aq - along) / denominator
     square = (1.0 - alpha * alpha - beta * beta - 2.0 * alpha * beta * cosine) \
         / normal_squared
     if square < -1e-9:
         return None
     gamma = math.sqrt(max(square, 0.0))
-    mx, my, mz = (alpha * a1[0] + beta * a2[0], alpha * a1[1] + beta * a2[1],
-                  alpha * a1[2] + beta * a2[2])
-    carried = _apply(turn, f1)
+    mx, my, mz = alpha * ax + beta * bx, alpha * ay + beta * by, alpha * az + beta * bz
     s1, s2, s3 = seed[:3]
     best, distance = None, bound
     for side in ((gamma, -gamma) if gamma else (gamma,)):
-        z = (mx + side * nx, my + side * ny, mz + side * nz)
-        t2 = _within(math.atan2(_dot(e2, z), _dot(e1, z)), s2, lower[1], upper[1])
+        zx, zy, zz = mx + side * nx, my + side * ny, mz + side * nz
+        x, y = e1x * zx + e1y * zy + e1z * zz, e2x * zx + e2y * zy + e2z * zz
+        t2 = _fit(math.atan2(y, x), s2, lower[1], upper[1])
         if t2 is None:
             continue
         # a1's turn carries z onto q: their parts across a1.
-        x, y = _dot(z, q) - _dot(a1, z) * aq, _dot(a1, _cross(z, q))
-        t1 = _within(math.atan2(y, x), s1, lower[0], upper[0])
+        t1 = _fit(math.atan2(ax * (zy * qz - zz * qy) + ay * (zz * qx - zx * qz)
+                             + az * (zx * qy - zy * qx),
+                             zx * qx + zy * qy + zz * qz - (ax * zx + ay * zy + az * zz) * aq),
+                  s1, lower[0], upper[0])
         moved = (t2 - s2) ** 2
         if t1 is None or moved + (t1 - s1) ** 2 >= distance:
             continue
-        w = _unturned(a2, math.cos(t2), math.sin(t2),
-                      _unturned(a1, math.cos(t1), math.sin(t1), carried))
-        t3 = _within(math.atan2(_dot(f2, w), _dot(f1, w)), s3, lower[2], upper[2])
+        # exp(-a2 t2) a1, by Rodrigues: a2 x a1 is -n.
+        norm = math.hypot(x, y)
+        c2, sine2 = x / norm, y / norm
+        vx, vy, vz = (ax * c2 + nx * sine2 + bx * cosine * (1.0 - c2),
+                      ay * c2 + ny * sine2 + by * cosine * (1.0 - c2),
+                      az * c2 + nz * sine2 + bz * cosine * (1.0 - c2))
+        t3 = _fit(math.atan2(
+            cx * (yy * vz - yz * vy) + cy * (yz * vx - yx * vz) + cz * (yx * vy - yy * vx),
+            yx * vx + yy * vy + yz * vz - y_along * (cx * vx + cy * vy + cz * vz)),
+            s3, lower[2], upper[2])
         if t3 is not None:
             moved += (t1 - s1) ** 2 + (t3 - s3) ** 2
             if moved < distance:
                 best, distance = [t1, t2, t3], moved
     return (best, distance) if best is not None else None
+
+
+def _cones(u: Sequence[float], cu: float, w: Sequence[float], cw: float) -> list[Vector]:
+    """
+    Return the unit directions z with z . u = cu and z . w = cw: none, one or two.
+
+    u, w: unit directions, not parallel (none where they are within _NARROW of it).
+    """
+    ux, uy, uz = u
+    wx, wy, wz = w
+    cosine = ux * wx + uy * wy + uz * wz
+    sine_squared = 1.0 - cosine * cosine
+    if sine_squared < _NARROW:
+        return []
+    x = (cu - cosine * cw) / sine_squared
+    y = (cw - cosine * cu) / sine_squared
+    square = (1.0 - x * x - y * y - 2.0 * x * y * cosine) / sine_squared
+    if square < -1e-9:
+        return []
+    g = math.sqrt(max(square, 0.0))
+    nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
+    mx, my, mz = x * ux + y * wx, x * uy + y * wy, x * uz + y * wz
+    if not g:
+        return [(mx, my, mz)]
+    return [(mx + g * nx, my + g * ny, mz + g * nz), (mx - g * nx, my - g * ny, mz - g * nz)]
+
+
+def _frame_turn(u: Vector, v: Vector, p: Vector, q: Vector) -> tuple[float, ...] | None:
+    """
+    Return the rotation turning unit u onto p and v onto q (u . v = p . q), None if u // v.
+
+    The sum of the outer products of the frames (u, n, u x n) and (p, m, p x m), n and m
+    the normalised u x v and p x q.
+    """
+    u0, u1, u2 = u
+    p0, p1, p2 = p
+    n0, n1, n2 = u1 * v[2] - u2 * v[1], u2 * v[0] - u0 * v[2], u0 * v[1] - u1 * v[0]
+    m0, m1, m2 = p1 * q[2] - p2 * q[1], p2 * q[0] - p0 * q[2], p0 * q[1] - p1 * q[0]
+    sn, sm = n0 * n0 + n1 * n1 + n2 * n2, m0 * m0 + m1 * m1 + m2 * m2
+    if sn < _NARROW or sm < _NARROW:
+        return None
+    sn, sm = 1.0 / math.sqrt(sn), 1.0 / math.sqrt(sm)
+    n0, n1, n2, m0, m1, m2 = n0 * sn, n1 * sn, n2 * sn, m0 * sm, m1 * sm, m2 * sm
+    k0, k1, k2 = u1 * n2 - u2 * n1, u2 * n0 - u0 * n2, u0 * n1 - u1 * n0
+    j0, j1, j2 = p1 * m2 - p2 * m1, p2 * m0 - p0 * m2, p0 * m1 - p1 * m0
+    return (p0 * u0 + m0 * n0 + j0 * k0, p0 * u1 + m0 * n1 + j0 * k1,
+            p0 * u2 + m0 * n2 + j0 * k2, p1 * u0 + m1 * n0 + j1 * k0,
+            p1 * u1 + m1 * n1 + j1 * k1, p1 * u2 + m1 * n2 + j1 * k2,
+            p2 * u0 + m2 * n0 + j2 * k0, p2 * u1 + m2 * n1 + j2 * k1,
+            p2 * u2 + m2 * n2 + j2 * k2)
 
 
 def _floats(v: np.ndarray) -> Vector:
@@ -361,13 +450,6 @@ def _parts(axis: Vector, v: Vector) -> Turned:
     return along, _minus(v, along), _cross(axis, v)
 
 
-def _rotated(parts: Turned, cosine: float, sine: float) -> Vector:
-    """Return the vector of `parts` (see _parts) turned by the angle of cosine and sine."""
-    (px, py, pz), (qx, qy, qz), (rx, ry, rz) = parts
-    return (px + cosine * qx + sine * rx, py + cosine * qy + sine * ry,
-            pz + cosine * qz + sine * rz)
-
-
 def _unturned(axis: Vector, cosine: float, sine: float, v: Vector) -> Vector:
     """Return v turned back about a unit axis by the angle of cosine and sine (Rodrigues)."""
     ax, ay, az = axis
@@ -376,53 +458,3 @@ def _unturned(axis: Vector, cosine: float, sine: float, v: Vector) -> Vector:
     return (x * cosine - (ay * z - az * y) * sine + ax * along,
             y * cosine - (az * x - ax * z) * sine + ay * along,
             z * cosine - (ax * y - ay * x) * sine + az * along)
-
-
-def _apply_transposed(m: Sequence[float], v: Vector) -> Vector:
-    """Return the transpose of the row-major 3x3 matrix m applied to v."""
-    x, y, z = v
-    return (m[0] * x + m[3] * y + m[6] * z, m[1] * x + m[4] * y + m[7] * z,
-            m[2] * x + m[5] * y + m[8] * z)
-
-
-def _cones(u: Sequence[float], cu: float, w: Sequence[float], cw: float) -> list[Vector]:
-    """
-    Return the unit directions z with z . u = cu and z . w = cw: none, one or two.
-
-    u, w: unit directions, not parallel (none where they are within _NARROW of it).
-    """
-    cosine = _dot(u, w)
-    sine_squared = 1.0 - cosine * cosine
-    if sine_squared < _NARROW:
-        return []
-    x = (cu - cosine * cw) / sine_squared
-    y = (cw - cosine * cu) / sine_squared
-    square = (1.0 - x * x - y * y - 2.0 * x * y * cosine) / sine_squared
-    if square < -1e-9:
-        return []
-    g = math.sqrt(max(square, 0.0))
-    nx, ny, nz = _cross(u, w)
-    mx, my, mz = x * u[0] + y * w[0], x * u[1] + y * w[1], x * u[2] + y * w[2]
-    return [(mx + side * nx, my + side * ny, mz + side * nz)
-            for side in ((g, -g) if g else (g,))]
-
-
-def _frame_turn(u: Vector, v: Vector, p: Vector, q: Vector) -> tuple[float, ...] | None:
-    """
-    Return the rotation turning unit u onto p and v onto q (u . v = p . q), None if u // v.
-
-    The sum of the outer products of the frames (u, n, u x n) and (p, m, p x m), n and m
-    the normalised u x v and p x q.
-    """
-    n, m = _cross(u, v), _cross(p, q)
-    if _dot(n, n) < _NARROW or _dot(m, m) < _NARROW:
-        return None
-    (n0, n1, n2), (m0, m1, m2) = _unit(n), _unit(m)
-    (k0, k1, k2), (j0, j1, j2) = _cross(u, (n0, n1, n2)), _cross(p, (m0, m1, m2))
-    u0, u1, u2 = u
-    p0, p1, p2 = p
-    return (p0 * u0 + m0 * n0 + j0 * k0, p0 * u1 + m0 * n1 + j0 * k1,
-            p0 * u2 + m0 * n2 + j0 * k2, p1 * u0 + m1 * n0 + j1 * k0,
-            p1 * u1 + m1 * n1 + j1 * k1, p1 * u2 + m1 * n2 + j1 * k2,
-            p2 * u0 + m2 * n0 + j2 * k0, p2 * u1 + m2 * n1 + j2 * k1,
-            p2 * u2 + m2 * n2 + j2 * k2)
