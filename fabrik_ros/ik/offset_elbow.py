@@ -31,7 +31,7 @@ turn the rest (subproblem 1). Up to eight solutions for one seventh angle (as He
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
@@ -158,17 +158,22 @@ def swept_angles(arm: OffsetElbow, position: Sequence[float], rotation: Sequence
     base, along, cross = kx * kx + ky * ky + kz * kz + lx * lx + ly * ly + lz * lz, \
         2.0 * (kx * lx + ky * ly + kz * lz), -2.0 * (kx * qx + ky * qy + kz * qz)
     shortest, longest = _reach(arm.shoulder.sinusoid, lower[3], upper[3])
-    nearest = [free] + [free + sign * k * step for k in range(1, steps + 1)
-                        for sign in (1.0, -1.0)]
-    halfway = [free + sign * (k - 0.5) * step for k in range(1, steps + 1)
-               for sign in (1.0, -1.0)]
-    for last in nearest + halfway:
+    for last in _sweep(free, step, steps):
         if low <= last <= high and shortest <= base + along * math.cos(last) \
                 + cross * math.sin(last) <= longest:
             found = _angles_at(arm, target, last, seed, lower, upper)
             if found is not None:
                 return found[0]
     return None
+
+
+def _sweep(free: float, step: float, steps: int) -> Iterator[float]:
+    """Yield free, then free plus and minus 1 ... steps steps, then the halfway points."""
+    yield free
+    for offset in (0.0, 0.5):
+        for k in range(1, steps + 1):
+            yield free + (k - offset) * step
+            yield free - (k - offset) * step
 
 
 def _target(arm: OffsetElbow, position: Sequence[float], rotation: Sequence[float]
@@ -212,9 +217,12 @@ def _angles_at(arm: OffsetElbow, target: tuple[Vector, ...], last: float,
                ) -> tuple[list[float], float] | None:
     """Return offset_elbow_angles's answer for the pose as _target gives it."""
     c7, s7 = math.cos(last), math.sin(last)
-    (dx, dy, dz), sixth, across = (
-        (k[0] + c7 * l[0] - s7 * m[0], k[1] + c7 * l[1] - s7 * m[1],
-         k[2] + c7 * l[2] - s7 * m[2]) for k, l, m in (target[:3], target[3:6], target[6:]))
+    (kx, ky, kz), (lx, ly, lz), (mx, my, mz), k, l, m, kk, ll, mm = target
+    dx, dy, dz = kx + c7 * lx - s7 * mx, ky + c7 * ly - s7 * my, kz + c7 * lz - s7 * mz
+    sixth = (k[0] + c7 * l[0] - s7 * m[0], k[1] + c7 * l[1] - s7 * m[1],
+             k[2] + c7 * l[2] - s7 * m[2])
+    across = (kk[0] + c7 * ll[0] - s7 * mm[0], kk[1] + c7 * ll[1] - s7 * mm[1],
+              kk[2] + c7 * ll[2] - s7 * mm[2])
     squared = dx * dx + dy * dy + dz * dz
     if squared < 1e-24:
         return None
@@ -277,15 +285,13 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
     (e1x, e1y, e1z), (e2x, e2y, e2z) = arm.fifth_across
     (g1x, g1y, g1z), (g2x, g2y, g2z) = arm.sixth_across
     ones = 1.0 - c4
-    vectors = []
-    for x, y, z in (sixth, across):
-        # The turn transposed, then the elbow's turned back (Rodrigues).
-        x, y, z = m0 * x + m3 * y + m6 * z, m1 * x + m4 * y + m7 * z, m2 * x + m5 * y + m8 * z
-        along = (ax * x + ay * y + az * z) * ones
-        vectors.append((x * c4 - (ay * z - az * y) * s4 + ax * along,
-                        y * c4 - (az * x - ax * z) * s4 + ay * along,
-                        z * c4 - (ax * y - ay * x) * s4 + az * along))
-    (yx, yy, yz), (x, y, z) = vectors
+    # The turn transposed, then the elbow's turned back (Rodrigues).
+    x, y, z = sixth
+    x, y, z = m0 * x + m3 * y + m6 * z, m1 * x + m4 * y + m7 * z, m2 * x + m5 * y + m8 * z
+    along = (ax * x + ay * y + az * z) * ones
+    yx, yy, yz = (x * c4 - (ay * z - az * y) * s4 + ax * along,
+                  y * c4 - (az * x - ax * z) * s4 + ay * along,
+                  z * c4 - (ax * y - ay * x) * s4 + az * along)
     cosine, sine = e1x * yx + e1y * yy + e1z * yz, e2x * yx + e2y * yy + e2z * yz
     norm = math.hypot(cosine, sine)
     if norm < 1e-12:
@@ -293,6 +299,12 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
     t5 = _fit(math.atan2(sine, cosine), seed[4], lower[4], upper[4])
     if t5 is None:
         return None
+    x, y, z = across
+    x, y, z = m0 * x + m3 * y + m6 * z, m1 * x + m4 * y + m7 * z, m2 * x + m5 * y + m8 * z
+    along = (ax * x + ay * y + az * z) * ones
+    x, y, z = (x * c4 - (ay * z - az * y) * s4 + ax * along,
+               y * c4 - (az * x - ax * z) * s4 + ay * along,
+               z * c4 - (ax * y - ay * x) * s4 + az * along)
     # The fifth's turn back.
     c5, s5 = cosine / norm, sine / norm
     ax, ay, az = arm.fifth_axis

@@ -100,11 +100,8 @@ class _Split:
         if initial <= solver.closing_radius:
             return None, None
         q, counts, fabrik_error = self.pose_angles(tree, start, goal, rotation, deadline)
-        # The whole arm's solve goes on with the iterations left, and its own restarts.
-        spent = _Steps(counts[0], counts[1], 0, 0.0, math.nan, [], [] if trace else None,
-                       solver.clock() >= deadline)
         if q is None:
-            return None, spent
+            return None, self._spent(counts, deadline, trace)
         state = tree.sweep(q, _ORIGIN)
         objective = math.dist(goal, state.points[tree.effectors[0].point]) ** 2 \
             + orientations.squares(state)[0]
@@ -112,7 +109,15 @@ class _Split:
             *counts, initial, fabrik_error,
             [math.sqrt(distance * distance + turned), math.sqrt(objective)],
             [np.array(start.q), np.array(state.q)] if trace else None, False), orientations)
-        return (result, None) if result.reached else (None, spent)
+        if result.reached:
+            return result, None
+        return None, self._spent(counts, deadline, trace)
+
+    def _spent(self, counts: list[int], deadline: float, trace: bool) -> _Steps:
+        """Return what pose_angles spent, for the whole arm's solve that goes on after it."""
+        # It goes on with the iterations left, and its own restarts.
+        return _Steps(counts[0], counts[1], 0, 0.0, math.nan, [], [] if trace else None,
+                      self.solver.clock() >= deadline)
 
 
 class _Wrist(_Split):
