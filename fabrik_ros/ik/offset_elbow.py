@@ -147,8 +147,9 @@ def swept_angles(arm: OffsetElbow, position: Sequence[float], rotation: Sequence
     Return the joint angles putting the tool at a pose, the seventh swept; None if none fit.
 
     The seventh angle at its seed first, then `steps` steps of `step` radians either way
-    (nearest first), then halfway between those: the first at which a solution fits the
-    limits gives the answer, the one nearest the seed there (see offset_elbow_angles).
+    (nearest first), then halfway between those, then a quarter step on either side of
+    the halfway points: the first at which a solution fits the limits gives the answer,
+    the one nearest the seed there (see offset_elbow_angles).
     Angles at which the elbow cannot set the distance S-W within its limits are passed
     over at the cost of a sine and a cosine.
     """
@@ -168,9 +169,9 @@ def swept_angles(arm: OffsetElbow, position: Sequence[float], rotation: Sequence
 
 
 def _sweep(free: float, step: float, steps: int) -> Iterator[float]:
-    """Yield free, then free plus and minus 1 ... steps steps, then the halfway points."""
+    """Yield free, then free plus and minus 1 ... steps steps, then halfway, then quarters."""
     yield free
-    for offset in (0.0, 0.5):
+    for offset in (0.0, 0.5, 0.25, 0.75):
         for k in range(1, steps + 1):
             yield free + (k - offset) * step
             yield free - (k - offset) * step

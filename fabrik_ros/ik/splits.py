@@ -303,9 +303,10 @@ class _OffsetElbow(_Split):
     A seven-joint arm of the Panda's kind (fabrik_ros.ik.offset_elbow): full poses in closed form.
 
     The seventh joint is the redundancy: at its seed angle first, then at FREE_STEPS steps of
-    FREE_STEP either way, then halfway between them, the first angle at which a solution fits
-    the limits gives the answer (of its up to eight, the one nearest the seed); None where
-    none does (out of reach, or limits that no angle tried fits).
+    FREE_STEP either way, then at halves and quarters of a step between them, the first
+    angle at which a solution fits the limits gives the answer (of its up to eight, the one
+    nearest the seed); None where none does (out of reach, or limits that no angle tried
+    fits).
     """
 
     def __init__(self, solver: IkSolver, arm: OffsetElbow) -> None:
