@@ -172,6 +172,40 @@ class TestClosedForm:
             np.testing.assert_allclose(answer, nearest, atol=1e-6)
 
 
+class TestSweep:
+    """The seventh angle swept from its seed: the first angle tried that fits gives the answer."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.data(), st.booleans(), st.integers(-6, 6))
+    def test_a_pose_whose_seventh_angle_the_sweep_tries_is_taken_exactly(
+            self, data, real_panda, steps):
+        real, _ = hypothesis_draws(data.draw)
+        chain = panda() if real_panda else panda_like_arm(real)
+        q, seed = random_pose(chain, real), random_pose(chain, real)
+        q[6] = seed[6] + 0.5 * steps
+        assume(chain.lower[6] <= q[6] <= chain.upper[6] and not singular(chain, q))
+        pose = chain.tip_pose(q)
+        angles = swept_angles(offset_elbow(chain, 1e-4), pose[:3, 3].tolist(),
+                              pose[:3, :3].ravel().tolist(), seed.tolist(),
+                              chain.lower.tolist(), chain.upper.tolist(), 0.5, 6)
+        assert_same_pose(chain, q, angles)
+        # No angle nearer the seed on the way fits: the answer's is at most as far.
+        assert abs(angles[6] - seed[6]) <= abs(q[6] - seed[6]) + 1e-12
+
+    def test_the_seventh_joint_keeps_its_seed_angle_where_a_solution_fits_there(self):
+        chain = panda()
+        arm = offset_elbow(chain, 1e-4)
+        q = np.array([0.4, 0.6, -0.5, -1.9, 0.7, 1.8, 0.3])
+        pose = chain.tip_pose(q)
+        seed = chain.neutral()
+        seed[6] = 0.5
+        angles = swept_angles(arm, pose[:3, 3].tolist(), pose[:3, :3].ravel().tolist(),
+                              seed.tolist(), chain.lower.tolist(), chain.upper.tolist(),
+                              0.5, 6)
+        assert_same_pose(chain, q, angles)
+        assert angles[6] == 0.5
+
+
 class TestDetection:
     """Which arms have this closed form: found from the chain's geometry, not its name."""
 
@@ -207,19 +241,6 @@ class TestSolve:
         exact = sum(reached(chain, solver, pose_in_limits(chain, rng.uniform(size=7)))
                     .orientation_error < EXACT for _ in range(60))
         assert exact >= 57
-
-    def test_the_seventh_joint_keeps_its_seed_angle_where_a_solution_fits_there(self):
-        chain = panda()
-        arm = offset_elbow(chain, 1e-4)
-        q = np.array([0.4, 0.6, -0.5, -1.9, 0.7, 1.8, 0.3])
-        pose = chain.tip_pose(q)
-        seed = chain.neutral()
-        seed[6] = 0.5
-        angles = swept_angles(arm, pose[:3, 3].tolist(), pose[:3, :3].ravel().tolist(),
-                              seed.tolist(), chain.lower.tolist(), chain.upper.tolist(),
-                              0.5, 6)
-        assert_same_pose(chain, q, angles)
-        assert angles[6] == 0.5
 
     def test_limits_that_fit_no_solution_leave_the_pose_to_the_whole_arm(self):
         # The sixth joint held at 1.8 rad, the target's at 1.8002 rad: the closed form's
