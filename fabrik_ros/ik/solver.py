@@ -122,7 +122,10 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
     move it on continuously). Where the wrist's limits allow neither solution on the arm's
     branches tried, or the centre is missed, the whole arm's solve takes over from the seed
     with the iterations left. An arm of the UR family (three parallel joints, an offset
-    wrist) takes cold full poses in closed form, the solution nearest the seed of its eight.
+    wrist) takes cold full poses in closed form, the solution nearest the seed of its eight;
+    so does a seven-joint arm of the Franka Panda's kind (a spherical shoulder, an elbow, a
+    fifth and a sixth axis that meet: fabrik_ros.ik.offset_elbow), its seventh joint at its
+    seed angle, or else at the nearest angle of a sweep at which a solution fits the limits.
 
     Collisions (fabrik_ros.ik.collisions): collision_margin, metres, is how far apart every
     checked pair must be in a reached answer: the links against each other

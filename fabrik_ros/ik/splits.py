@@ -14,7 +14,7 @@
 
 
 """
-Closed-form splits of a full pose: a spherical wrist, or an arm of the UR family.
+Closed-form splits of a full pose: a spherical wrist, an arm of the UR family or the Panda's.
 
 The arm's sub-solver (the joints above the wrist) is handed in by the solver.
 """
@@ -29,6 +29,7 @@ from fabrik_ros.chain import Chain
 import numpy as np
 
 from .model import _Tree
+from .offset_elbow import offset_elbow, OffsetElbow, swept_angles
 from .orientations import _Orientations
 from .points import _State
 from .result import _Steps, IkResult
@@ -66,7 +67,8 @@ class _Split:
         sub_solver(arm, max_restarts): a solver of the joints above a wrist with the
         solver's settings (IkSolver._sub_solver).
         """
-        return _Wrist.of(solver, max_restarts, sub_solver) or _OffsetWrist.of(solver)
+        return _Wrist.of(solver, max_restarts, sub_solver) or _OffsetWrist.of(solver) \
+            or _OffsetElbow.of(solver)
 
     def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
                     rotation: tuple[float, ...], deadline: float
@@ -98,11 +100,8 @@ class _Split:
         if initial <= solver.closing_radius:
             return None, None
         q, counts, fabrik_error = self.pose_angles(tree, start, goal, rotation, deadline)
-        # The whole arm's solve goes on with the iterations left, and its own restarts.
-        spent = _Steps(counts[0], counts[1], 0, 0.0, math.nan, [], [] if trace else None,
-                       solver.clock() >= deadline)
         if q is None:
-            return None, spent
+            return None, self._spent(counts, deadline, trace)
         state = tree.sweep(q, _ORIGIN)
         objective = math.dist(goal, state.points[tree.effectors[0].point]) ** 2 \
             + orientations.squares(state)[0]
@@ -110,7 +109,15 @@ class _Split:
             *counts, initial, fabrik_error,
             [math.sqrt(distance * distance + turned), math.sqrt(objective)],
             [np.array(start.q), np.array(state.q)] if trace else None, False), orientations)
-        return (result, None) if result.reached else (None, spent)
+        if result.reached:
+            return result, None
+        return None, self._spent(counts, deadline, trace)
+
+    def _spent(self, counts: list[int], deadline: float, trace: bool) -> _Steps:
+        """Return what pose_angles spent, for the whole arm's solve that goes on after it."""
+        # It goes on with the iterations left, and its own restarts.
+        return _Steps(counts[0], counts[1], 0, 0.0, math.nan, [], [] if trace else None,
+                      self.solver.clock() >= deadline)
 
 
 class _Wrist(_Split):
@@ -289,3 +296,33 @@ class _OffsetWrist(_Split):
         """Return the closed form's angles; see _Split.pose_angles."""
         return (offset_wrist_angles(self.arm, goal, rotation, start.q, self.lower, self.upper),
                 [0, 0, 0], math.nan)
+
+
+class _OffsetElbow(_Split):
+    """
+    A seven-joint arm of the Panda's kind (fabrik_ros.ik.offset_elbow): full poses in closed form.
+
+    The seventh joint is the redundancy: at its seed angle first, then at FREE_STEPS steps of
+    FREE_STEP either way, then at halves and quarters of a step between them, the first
+    angle at which a solution fits the limits gives the answer (of its up to eight, the one
+    nearest the seed); None where none does (out of reach, or limits that no angle tried
+    fits).
+    """
+
+    def __init__(self, solver: IkSolver, arm: OffsetElbow) -> None:
+        super().__init__(solver)
+        self.arm = arm
+
+    @classmethod
+    def of(cls, solver: IkSolver) -> _OffsetElbow | None:
+        """Return the closed form for the solver's chain, None if it is not such an arm."""
+        arm = offset_elbow(solver.chain, solver.tolerance) \
+            if solver.orientation_modes[0] == 'full' else None
+        return cls(solver, arm) if arm is not None else None
+
+    def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                    rotation: tuple[float, ...], deadline: float
+                    ) -> tuple[list[float] | None, list[int], float]:
+        """Return the closed form's angles; see _Split.pose_angles."""
+        return (swept_angles(self.arm, goal, rotation, start.q, self.lower, self.upper,
+                             FREE_STEP, FREE_STEPS), [0, 0, 0], math.nan)
