@@ -24,8 +24,10 @@ declines and the full solve starts from the same seed.
 from __future__ import annotations
 
 import math
+from operator import le
 
-from .linalg import _pushed
+from .limits import _clamped
+from .linalg import _NOT_POSITIVE_DEFINITE, _pushed
 from .model import _Tree
 from .orientations import _one_effector_fit, _Orientations
 from .points import _State
@@ -101,19 +103,56 @@ class _Tracking:
 
         As _ClosingSteps._closing_step for one effector at weight 1 within reach: the
         damping rises tenfold until the error falls (a push that costs more than the step
-        gains is dropped first), up to DAMPING_MAX.
+        gains is dropped first), up to DAMPING_MAX. A full pose whose joints are all clear
+        of their limits' margins (or that has no redundancy: no steering either way) takes
+        its step from the tree's compiled pose step, the same floats without the rows.
         """
         effector = tree.effectors[0]
-        rows = tree.jacobian(state, False, [0])
         x, y, z = state.points[effector.point]
         residual = [goal[0] - x, goal[1] - y, goal[2] - z]
-        if orientations is not None:
+        floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
+        scale = excess * excess
+        if orientations is None:
+            rows = tree.jacobian(state, False, [0])
+        elif orientations.items[0][1] == 'full':
+            s = orientations.scale
+            (_, (vx, vy, vz), _), = orientations.errors(state)
+            residual += [s * vx, s * vy, s * vz]
+            pose_rows, pose_step = tree.pose_kernels[0]
+            limits, q = self.limits, state.q
+            if pose_step is not None and (len(q) <= 6 or all(map(le, limits.inner_lower, q))
+                                          and all(map(le, q, limits.inner_upper))):
+                while damping <= DAMPING_MAX:   # (no steering: no weights, no push)
+                    try:
+                        step = pose_step(state.frames, x, y, z, s, residual,
+                                         max(damping * scale, floor))
+                    except _NOT_POSITIVE_DEFINITE:
+                        break   # the rows' solve falls back to numpy: below
+                    moved, held = _clamped(q, step, limits.lower, limits.upper)
+                    if held:
+                        break   # the step is solved again without them: below
+                    candidate = tree.sweep(moved, _ORIGIN)
+                    fit = _one_effector_fit(candidate, goal, effector.point, orientations)
+                    if fit[0] < objective:
+                        return candidate, damping, fit[0], fit[1]
+                    damping *= 10.0
+            rows = pose_rows(state.frames, x, y, z, s)
+        else:
+            rows = tree.jacobian(state, False, [0])
             orientations.extend(state, rows, residual)
+        return self._rows_step(tree, state, goal, orientations, objective, rows, residual,
+                               damping, floor, scale, steer)
+
+    def _rows_step(self, tree: _Tree, state: _State, goal: tuple[float, float, float],
+                   orientations: _Orientations | None, objective: float,
+                   rows: list[list[float]], residual: list[float], damping: float,
+                   floor: float, scale: float, steer: bool
+                   ) -> tuple[_State, float, float, float] | None:
+        """Return _track_step's answer from the step's rows and residual, damping on."""
+        effector = tree.effectors[0]
         weights, push = ([], []) if orientations is not None and len(rows) >= len(
             rows[0]) else self.limits.steering(state.q, rows, residual, steer)
         aim = _pushed(rows, residual, push) if push else residual
-        floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
-        scale = excess * excess
         while damping <= DAMPING_MAX:
             q = self.limits.limited_step(state.q, rows, aim, weights, push,
                                          max(damping * scale, floor))[0]
