@@ -95,6 +95,13 @@ class _Solve(_Objective, _ClosingSteps):
         self.mappable = len(effectors) == 1 and orientations is None and not free_root
         self.newton_able = self.mappable \
             and len(self.tree.effectors[effectors[0]].joints) <= NEWTON_JOINTS
+        # One tool's full pose at weight 1 on a pinned root: its closing steps may come from
+        # the tree's compiled pose step (see _pose_step), where it has one.
+        self.compiled_pose_step = None
+        if len(effectors) == 1 and not free_root and self.weights == [1.0] \
+                and orientations is not None and len(orientations.items) == 1 \
+                and orientations.items[0][:2] == (effectors[0], 'full'):
+            self.compiled_pose_step = self.tree.pose_kernels[effectors[0]][1]
         self.stretch = stretch
         self.fits = fits
         self.retry_fits = fits if retry_fits is None else retry_fits
