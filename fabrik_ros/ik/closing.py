@@ -174,10 +174,11 @@ class _ClosingSteps:
         its weight.
         """
         tree = self.tree
-        if self.compiled_pose_step is not None and (self.out_of_reach or len(state.q) <= 6 or all(
+        if self.compiled_step is not None and (self.out_of_reach or (
+                self.orientations is not None and len(state.q) <= 6) or all(
                 map(le, self.limits.inner_lower, state.q))
                 and all(map(le, state.q, self.limits.inner_upper))):
-            step = self._pose_step(state, fit, damping)
+            step = self._compiled_closing_step(state, fit, damping)
             if step is not False:
                 return step
         rows = tree.jacobian(state, self.free_root, self.effectors)
@@ -223,16 +224,16 @@ class _ClosingSteps:
             damping *= 10.0
         return None
 
-    def _pose_step(self, state: _State, fit: _Score, damping: float
-                   ) -> tuple[_State, _Score, float] | None | bool:
+    def _compiled_closing_step(self, state: _State, fit: _Score, damping: float
+                               ) -> tuple[_State, _Score, float] | None | bool:
         """
-        Take _closing_step's step for one tool's full pose from its compiled pose step.
+        Take _closing_step's step from the tree's compiled step (a position or a full pose).
 
         For one effector at weight 1 on a pinned root whose step no steering changes (see
-        _Solve.compiled_pose_step): the same residual, and the tree's pose step's floats, the
-        same as the rows' (_pose_step_source). Returns as _closing_step, or False where the
-        rows' path must go on (a joint the step would carry past its limit, a system numpy
-        solves).
+        _Solve.compiled_step): the same residual, and the compiled step's floats, the same
+        as the rows' (_pose_step_source, _position_step_source). Returns as _closing_step,
+        or False where the rows' path must go on (a joint the step would carry past its
+        limit, a system numpy solves).
         """
         (goal,), (point,), (floor,) = self.goals, self.goal_points, self.floors
         shrink = 1.0    # (math.sqrt of the weight 1)
@@ -240,15 +241,17 @@ class _ClosingSteps:
             shrink *= max(fit.distances[0] - floor, 0.0) / fit.distances[0]
         x, y, z = state.points[point]
         residual = [shrink * (goal[0] - x), shrink * (goal[1] - y), shrink * (goal[2] - z)]
-        s = self.orientations.scale
-        (_, (vx, vy, vz), _), = self.orientations.errors(state)
-        residual += [s * vx, s * vy, s * vz]
+        s, least = 0.0, DAMPING_FLOOR
+        if self.orientations is not None:
+            s, least = self.orientations.scale, POSE_DAMPING_FLOOR
+            (_, (vx, vy, vz), _), = self.orientations.errors(state)
+            residual += [s * vx, s * vy, s * vz]
         scale = fit.excess ** 2
         lower, upper = self.limits.lower, self.limits.upper
         while damping <= DAMPING_MAX:
             try:
-                step = self.compiled_pose_step(state.frames, x, y, z, s, residual,
-                                               max(damping * scale, POSE_DAMPING_FLOOR))
+                step = self.compiled_step(state.frames, x, y, z, s, residual,
+                                          max(damping * scale, least))
             except _NOT_POSITIVE_DEFINITE:
                 return False
             moved, held = _clamped(state.q, step, lower, upper)

@@ -191,28 +191,60 @@ def _pose_step_source(tree: _Tree, index: int, effector: _Effector,
     The damped least-squares step J^T (J J^T + damping I)^-1 r of a full pose's six rows
     (_pose_entries), computed as linalg's compiled damped solve computes it from the rows,
     but for the products with an entry that is always 0, which it leaves out (they add
-    nothing): the same floats, without the rows' lists. Raises as that solve does
-    (_NOT_POSITIVE_DEFINITE).
+    nothing): the same floats, without the rows' lists (_damped_step_lines). Raises as
+    that solve does (_NOT_POSITIVE_DEFINITE).
     """
     lines, entries = _pose_entries(tree, effector, frames)
-    n, size = range(len(tree.lower)), range(6)
+    return [f'def pose_step{index}(frames, ex, ey, ez, s, residual, damping):'] + lines \
+        + _damped_step_lines(entries, len(tree.lower))
+
+
+def _position_step_source(tree: _Tree, index: int, effector: _Effector,
+                          frames: list[list[float | str]]) -> list[str]:
+    """
+    Return the source of position_step<index>(frames, ex, ey, ez, s, residual, damping).
+
+    As pose_step<index> (_pose_step_source) for the effector's three position rows: the
+    step of rows<index>'s rows by linalg's compiled damped solve, the same floats (s, unused,
+    keeps the pose step's signature).
+    """
+    lines, columns = _column_source(tree, effector, frames)
+    terms: list[list[list[str]]] = [[[], [], []] for _ in tree.lower]
+    for joint, _, column in columns:
+        for row, name in enumerate(column):
+            if name != '0.0':
+                terms[joint.coordinate][row].append(
+                    name if joint.multiplier == 1.0 else f'{joint.multiplier!r} * {name}')
+    entries = [[' + '.join(per_row[row]) or '0.0' for per_row in terms] for row in range(3)]
+    return [f'def position_step{index}(frames, ex, ey, ez, s, residual, damping):'] + lines \
+        + _damped_step_lines(entries, len(tree.lower))
+
+
+def _damped_step_lines(entries: list[list[str]], width: int) -> list[str]:
+    """
+    Return the lines of J^T (J J^T + damping I)^-1 r from J's entries (sources, '0.0').
+
+    As linalg's _compiled_damped_solve, term by term, but for the products with a '0.0'
+    entry (always 0: they add nothing to the sums they are in).
+    """
+    size = range(len(entries))
     names = [[None if entry == '0.0' else f'j{i}_{c}' for c, entry in enumerate(row)]
              for i, row in enumerate(entries)]
+    lines = []
     for i in size:
         kept = [(name, entry) for name, entry in zip(names[i], entries[i]) if name]
         if kept:
             lines.append(f'    {", ".join(name for name, _ in kept)}, = '
                          f'{", ".join(entry for _, entry in kept)},')
-    lines.append('    r0, r1, r2, r3, r4, r5 = residual')
+    lines.append(f'    {", ".join(f"r{i}" for i in size)}, = residual')
     for i in size:
         for k in range(i + 1):
             gram = ' + '.join(f'{a} * {b}' for a, b in zip(names[i], names[k]) if a and b)
             lines.append(f'    a{i}_{k} = {gram or "0.0"}' + (' + damping' if i == k else ''))
-    lines += _cholesky_source(6)
+    lines += _cholesky_source(len(entries))
     step = ', '.join(' + '.join(f'{names[i][c]} * y{i}' for i in size if names[i][c]) or '0.0'
-                     for c in n)
-    return [f'def pose_step{index}(frames, ex, ey, ez, s, residual, damping):'] + lines + [
-        f'    return [{step}]']
+                     for c in range(width))
+    return lines + [f'    return [{step}]']
 
 
 def _hessian_source(tree: _Tree, index: int, effector: _Effector,
