@@ -18,7 +18,7 @@
 Where fabrik_ros's solve time goes: a profile of one arm's stage of bench/ik_bench.py.
 
     python3 bench/ik_profile.py [--arm ur5e] [--stage full_pose_from_neutral] [--solves 300]
-                                [--top 20] [--sampler]
+                                [--top 20] [--sampler] [--baseline REV]
 
 The same targets as ik_bench.py's arms (arm_references.stage_poses), solved by fabrik_ros
 alone as there (from the neutral seed, or tracking with each answer seeding the next), after
@@ -29,6 +29,11 @@ each as a share of the profiled total. cProfile charges a cost to every call, so
 overstates code made of many small calls; --sampler profiles the solves instead with
 pyinstrument (bench/requirements.txt), a statistical sampler that does not, and prints its
 call tree of wall time.
+
+--baseline REV times the same solves by this tree's solver and by REV's (ik_bench.py's
+baseline_solver) instead, taking turns target by target (solve_timing.in_turns, one timed
+solve each), each tracking its own answers: both medians, their ratio, and whether every
+answer (q) is identical to the bit.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from arm_references import arm_chain, ARMS, FAST_STEPS, SMOOTH_STEPS, split_name
 from fabrik_ros.chain import quaternion_from_rotation  # noqa: E402
 from fabrik_ros.ik import IkSolver  # noqa: E402
 import numpy as np  # noqa: E402
-from solve_timing import spread, timed  # noqa: E402
+from solve_timing import in_turns, spread, timed  # noqa: E402
 
 
 def solves_of(arm: str, stage: str, count: int) -> tuple[str, Callable[[], None]]:
@@ -81,6 +86,39 @@ def solves_of(arm: str, stage: str, count: int) -> tuple[str, Callable[[], None]
     for position, quaternion in targets[:WARMUP]:
         solver.solve(position, neutral, orientation=quaternion if full else None)
     return split_name(solver), solve_all
+
+
+def baseline_report(arm: str, stage: str, count: int, ref: str) -> str:
+    """Return the stage's medians by this solver and by ref's, alternating, and a verdict."""
+    from ik_bench import baseline_solver
+    _, chain = arm_chain(arm)
+    full = stage.startswith('full_pose')
+    path = stage[len('full_pose_'):] if full else stage[len('position_'):]
+    poses, start = stage_poses(chain, count, SMOOTH_STEPS, FAST_STEPS)[path]
+    targets = [(pose[:3, 3].copy(), quaternion_from_rotation(pose[:3, :3]))
+               for pose in poses[:count]]
+    solvers = {'now': IkSolver(chain), ref: baseline_solver(ref)(chain)}
+    neutral = chain.neutral()
+    for solver in solvers.values():
+        for position, quaternion in targets[:WARMUP]:
+            solver.solve(position, neutral, orientation=quaternion if full else None)
+    seeds = dict.fromkeys(solvers, neutral if start is None else start)
+    walls: dict[str, list[float]] = {name: [] for name in solvers}
+    answers: dict[str, list[np.ndarray]] = {name: [] for name in solvers}
+    for index, name in in_turns(solvers, range(len(targets))):
+        position, quaternion = targets[index]
+        seed = seeds[name]
+        answer, wall, _ = timed(lambda: solvers[name].solve(
+            position, seed, orientation=quaternion if full else None))
+        walls[name].append(wall)
+        answers[name].append(answer.q)
+        if start is not None:
+            seeds[name] = answer.q
+    now, before = (spread(walls[name])['median_us'] for name in solvers)
+    same = all(np.array_equal(a, b) for a, b in zip(*answers.values()))
+    return (f'{arm}, {stage}: {len(targets)} solves each, wall median now {now:.0f} µs, '
+            f'{ref} {before:.0f} µs: {now / before:.3f}x; answers '
+            f"{'identical to the bit' if same else 'differ'}")
 
 
 def cprofile_report(solve_all: Callable[[], None], top: int) -> str:
@@ -121,7 +159,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--solves', type=int, default=300)
     parser.add_argument('--top', type=int, default=20)
     parser.add_argument('--sampler', action='store_true', help='pyinstrument, not cProfile')
+    parser.add_argument('--baseline', metavar='REV',
+                        help="time REV's solver against this one instead of profiling")
     args = parser.parse_args(argv)
+    if args.baseline:
+        print(baseline_report(args.arm, args.stage, args.solves, args.baseline))
+        return
     split, solve_all = solves_of(args.arm, args.stage, args.solves)
     walls: list[float] = []
     solve_all(walls.append)

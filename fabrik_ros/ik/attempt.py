@@ -95,6 +95,8 @@ class _Solve(_Objective, _ClosingSteps):
         self.mappable = len(effectors) == 1 and orientations is None and not free_root
         self.newton_able = self.mappable \
             and len(self.tree.effectors[effectors[0]].joints) <= NEWTON_JOINTS
+        self.compiled_step = _compiled_step(self.tree, effectors, free_root, self.weights,
+                                            orientations)
         self.stretch = stretch
         self.fits = fits
         self.retry_fits = fits if retry_fits is None else retry_fits
@@ -342,3 +344,20 @@ class _Solve(_Objective, _ClosingSteps):
     def _open(self, fit: _Score) -> bool:
         """Tell whether a target is missed by more than the tolerance and can be neared."""
         return fit.error > self.settings.tolerance and fit.excess > STALL * self.settings.tolerance
+
+
+def _compiled_step(tree: _Tree, effectors: list[int], free_root: bool, weights: list[float],
+                   orientations: _Orientations | None) -> Callable | None:
+    """
+    Return the tree's compiled closing step for a pass, None if it has none that applies.
+
+    One effector's position or full pose at weight 1 on a pinned root (see
+    _ClosingSteps._compiled_closing_step).
+    """
+    if len(effectors) != 1 or free_root or weights != [1.0]:
+        return None
+    if orientations is None:
+        return tree.position_steps[effectors[0]]
+    if len(orientations.items) == 1 and orientations.items[0][:2] == (effectors[0], 'full'):
+        return tree.pose_kernels[effectors[0]][1]
+    return None

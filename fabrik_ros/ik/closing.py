@@ -23,7 +23,7 @@ one effector's objective), with the joint limits respected (see limits).
 from __future__ import annotations
 
 import math
-from operator import mul
+from operator import le, mul
 
 from .limits import _clamped, _held_newton_step
 from .linalg import _free_system, _NOT_POSITIVE_DEFINITE, _pushed, _shifted_solve
@@ -174,6 +174,13 @@ class _ClosingSteps:
         its weight.
         """
         tree = self.tree
+        if self.compiled_step is not None and (self.out_of_reach or (
+                self.orientations is not None and len(state.q) <= 6) or all(
+                map(le, self.limits.inner_lower, state.q))
+                and all(map(le, state.q, self.limits.inner_upper))):
+            step = self._compiled_closing_step(state, fit, damping)
+            if step is not False:
+                return step
         rows = tree.jacobian(state, self.free_root, self.effectors)
         # Aim each effector at most its excess over its floor toward its target: for a
         # target out of reach the linear model is only good for that far, not for the
@@ -214,5 +221,45 @@ class _ClosingSteps:
             if push:  # the push cost more than the step gained: once more without it
                 push, aim = [], residual
                 continue
+            damping *= 10.0
+        return None
+
+    def _compiled_closing_step(self, state: _State, fit: _Score, damping: float
+                               ) -> tuple[_State, _Score, float] | None | bool:
+        """
+        Take _closing_step's step from the tree's compiled step (a position or a full pose).
+
+        For one effector at weight 1 on a pinned root whose step no steering changes (see
+        _Solve.compiled_step): the same residual, and the compiled step's floats, the same
+        as the rows' (_pose_step_source, _position_step_source). Returns as _closing_step,
+        or False where the rows' path must go on (a joint the step would carry past its
+        limit, a system numpy solves).
+        """
+        (goal,), (point,), (floor,) = self.goals, self.goal_points, self.floors
+        shrink = 1.0    # (math.sqrt of the weight 1)
+        if floor:
+            shrink *= max(fit.distances[0] - floor, 0.0) / fit.distances[0]
+        x, y, z = state.points[point]
+        residual = [shrink * (goal[0] - x), shrink * (goal[1] - y), shrink * (goal[2] - z)]
+        s, least = 0.0, DAMPING_FLOOR
+        if self.orientations is not None:
+            s, least = self.orientations.scale, POSE_DAMPING_FLOOR
+            (_, (vx, vy, vz), _), = self.orientations.errors(state)
+            residual += [s * vx, s * vy, s * vz]
+        scale = fit.excess ** 2
+        lower, upper = self.limits.lower, self.limits.upper
+        while damping <= DAMPING_MAX:
+            try:
+                step = self.compiled_step(state.frames, x, y, z, s, residual,
+                                          max(damping * scale, least))
+            except _NOT_POSITIVE_DEFINITE:
+                return False
+            moved, held = _clamped(state.q, step, lower, upper)
+            if held:
+                return False
+            candidate = self.tree.sweep(moved, state.base)
+            new_fit = self.measure(candidate)
+            if new_fit.objective < fit.objective:
+                return candidate, new_fit, damping
             damping *= 10.0
         return None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .linalg import _cholesky_source
 from .points import _Effector, _Fit, _Joint
 from .rotations import _TWO_PI
 from .tuning import MOMENT_POINTS, ON_AXIS
@@ -137,6 +138,113 @@ def _turns_source(tree: _Tree, index: int, effector: _Effector,
     rows = ['[' + ', '.join(f's * ({" + ".join(per_row[row])})' if per_row[row] else '0.0'
                             for per_row in terms) + ']' for row in range(3)]
     return [f'def turns{index}(frames, s):', f'    return {", ".join(rows)}']
+
+
+def _pose_entries(tree: _Tree, effector: _Effector, frames: list[list[float | str]]
+                  ) -> tuple[list[str], list[list[str]]]:
+    """
+    Return the source lines and entries of a tool's full-pose Jacobian, six rows by coordinate.
+
+    The entries of rows<index> then those of turns<index> times s (the same terms, so the
+    same floats); '0.0' where a row has no term in a coordinate.
+    """
+    lines, columns = _column_source(tree, effector, frames)
+    terms: list[list[list[str]]] = [[[], [], [], [], [], []] for _ in tree.lower]
+    for j, (joint, _, column) in zip(effector.joints, columns):
+        m = joint.multiplier
+        for row, name in enumerate(column):
+            if name != '0.0':
+                terms[joint.coordinate][row].append(name if m == 1.0 else f'{m!r} * {name}')
+        if joint.prismatic:
+            continue
+        for row, i in enumerate((2, 5, 8), 3):  # the axis: names _column_source unpacked
+            value = frames[j][i]
+            if isinstance(value, str):
+                terms[joint.coordinate][row].append(
+                    f'f{j}_{i}' if m == 1.0 else f'{m!r} * f{j}_{i}')
+            elif value != 0.0:
+                terms[joint.coordinate][row].append(repr(m * value))
+    entries = [[(' + '.join(per_row[row]) if row < 3 else f's * ({" + ".join(per_row[row])})')
+                if per_row[row] else '0.0' for per_row in terms] for row in range(6)]
+    return lines, entries
+
+
+def _pose_rows_source(tree: _Tree, index: int, effector: _Effector,
+                      frames: list[list[float | str]]) -> list[str]:
+    """
+    Return the source of pose_rows<index>(frames, ex, ey, ez, s): a full pose's six rows.
+
+    The rows of rows<index> then those of turns<index> (see _pose_entries), in one call: a
+    full pose's closing step needs both, and the frames are read once. Returns a list of
+    six lists of floats.
+    """
+    lines, entries = _pose_entries(tree, effector, frames)
+    rows = ', '.join(f'[{", ".join(row)}]' for row in entries)
+    return [f'def pose_rows{index}(frames, ex, ey, ez, s):'] + lines + [f'    return [{rows}]']
+
+
+def _pose_step_source(tree: _Tree, index: int, effector: _Effector,
+                      frames: list[list[float | str]]) -> list[str]:
+    """
+    Return the source of pose_step<index>(frames, ex, ey, ez, s, residual, damping).
+
+    The damped least-squares step J^T (J J^T + damping I)^-1 r of a full pose's six rows
+    (_pose_entries), computed as linalg's compiled damped solve computes it from the rows,
+    but for the products with an entry that is always 0, which it leaves out (they add
+    nothing): the same floats, without the rows' lists (_damped_step_lines). Raises as
+    that solve does (_NOT_POSITIVE_DEFINITE).
+    """
+    lines, entries = _pose_entries(tree, effector, frames)
+    return [f'def pose_step{index}(frames, ex, ey, ez, s, residual, damping):'] + lines \
+        + _damped_step_lines(entries, len(tree.lower))
+
+
+def _position_step_source(tree: _Tree, index: int, effector: _Effector,
+                          frames: list[list[float | str]]) -> list[str]:
+    """
+    Return the source of position_step<index>(frames, ex, ey, ez, s, residual, damping).
+
+    As pose_step<index> (_pose_step_source) for the effector's three position rows: the
+    step of rows<index>'s rows by linalg's compiled damped solve, the same floats (s, unused,
+    keeps the pose step's signature).
+    """
+    lines, columns = _column_source(tree, effector, frames)
+    terms: list[list[list[str]]] = [[[], [], []] for _ in tree.lower]
+    for joint, _, column in columns:
+        for row, name in enumerate(column):
+            if name != '0.0':
+                terms[joint.coordinate][row].append(
+                    name if joint.multiplier == 1.0 else f'{joint.multiplier!r} * {name}')
+    entries = [[' + '.join(per_row[row]) or '0.0' for per_row in terms] for row in range(3)]
+    return [f'def position_step{index}(frames, ex, ey, ez, s, residual, damping):'] + lines \
+        + _damped_step_lines(entries, len(tree.lower))
+
+
+def _damped_step_lines(entries: list[list[str]], width: int) -> list[str]:
+    """
+    Return the lines of J^T (J J^T + damping I)^-1 r from J's entries (sources, '0.0').
+
+    As linalg's _compiled_damped_solve, term by term, but for the products with a '0.0'
+    entry (always 0: they add nothing to the sums they are in).
+    """
+    size = range(len(entries))
+    names = [[None if entry == '0.0' else f'j{i}_{c}' for c, entry in enumerate(row)]
+             for i, row in enumerate(entries)]
+    lines = []
+    for i in size:
+        kept = [(name, entry) for name, entry in zip(names[i], entries[i]) if name]
+        if kept:
+            lines.append(f'    {", ".join(name for name, _ in kept)}, = '
+                         f'{", ".join(entry for _, entry in kept)},')
+    lines.append(f'    {", ".join(f"r{i}" for i in size)}, = residual')
+    for i in size:
+        for k in range(i + 1):
+            gram = ' + '.join(f'{a} * {b}' for a, b in zip(names[i], names[k]) if a and b)
+            lines.append(f'    a{i}_{k} = {gram or "0.0"}' + (' + damping' if i == k else ''))
+    lines += _cholesky_source(len(entries))
+    step = ', '.join(' + '.join(f'{names[i][c]} * y{i}' for i in size if names[i][c]) or '0.0'
+                     for c in range(width))
+    return lines + [f'    return [{step}]']
 
 
 def _hessian_source(tree: _Tree, index: int, effector: _Effector,

@@ -100,14 +100,13 @@ def _packaged(state: _State, tree: _Tree, targets: list, rotations: list | None,
     orientations: the solve's, whose errors of the state are reused where it has them.
     tolerance, orientation_tolerance: metres and radians, what reached requires.
     """
+    if len(tree.tool_points) == 1:
+        return _one_tool_packaged(state, tree, targets[0], rotations, steps, orientations,
+                                  tolerance, orientation_tolerance)
     positions = list(map(state.points.__getitem__, tree.tool_points))
-    if len(positions) == 1:     # one effector: it has the target
-        error = math.dist(targets[0], positions[0])
-        errors = [error]
-    else:
-        errors = [math.dist(goal, position) if goal is not None else math.nan
-                  for goal, position in zip(targets, positions)]
-        error = max([e for e in errors if e == e])  # NaN != NaN: effectors without one
+    errors = [math.dist(goal, position) if goal is not None else math.nan
+              for goal, position in zip(targets, positions)]
+    error = max([e for e in errors if e == e])  # NaN != NaN: effectors without one
     reached = error <= tolerance
     angles = [math.nan] * len(positions)
     orientation_error = math.nan
@@ -135,3 +134,30 @@ def _packaged(state: _State, tree: _Tree, targets: list, rotations: list | None,
         initial_error=steps.initial_error, fabrik_error=steps.fabrik_error,
         history=steps.history, trace=steps.trace, timed_out=steps.timed_out,
         orientation_error=orientation_error, orientation_errors=np.array(angles))
+
+
+def _one_tool_packaged(state: _State, tree: _Tree, target: tuple[float, float, float],
+                       rotations: list | None, steps: _Steps,
+                       orientations: _Orientations | None, tolerance: float,
+                       orientation_tolerance: float) -> IkResult:
+    """Return _packaged's answer for one effector (it has the target), with less to do."""
+    position = state.points[tree.tool_points[0]]
+    error = math.dist(target, position)
+    reached = error <= tolerance
+    angle = math.nan
+    if orientations is not None:    # one effector with an orientation sought: one item
+        (angle, _, _), = orientations.errors(state)
+        reached = reached and angle <= orientation_tolerance
+    elif rotations is not None and rotations[0] is not None:    # 'position' mode: reported
+        effector = tree.effectors[0]
+        angle = _rotation_error(_product(state.frames[effector.parent][:9], effector.tool),
+                                rotations[0])[0]
+    return IkResult(
+        q=np.array(state.q), error=error, errors=np.array([error]),
+        iterations=steps.fabrik_iterations + steps.closing_steps, reached=reached,
+        base_position=np.array(state.base), effector_positions=np.array([position]),
+        fabrik_iterations=steps.fabrik_iterations, closing_steps=steps.closing_steps,
+        restarts=steps.restarts, initial_error=steps.initial_error,
+        fabrik_error=steps.fabrik_error, history=steps.history, trace=steps.trace,
+        timed_out=steps.timed_out, orientation_error=angle,
+        orientation_errors=np.array([angle]))

@@ -27,11 +27,12 @@ from collections.abc import Callable
 import math
 from typing import TYPE_CHECKING
 
-from .kernels import _fit_source, _hessian_source, _moment_sums, _rows_source, _turns_source
+from .kernels import (_fit_source, _hessian_source, _moment_sums, _pose_rows_source,
+                      _pose_step_source, _position_step_source, _rows_source, _turns_source)
 from .limits import _fitted_slide, _limited_angle
 from .points import _Fit, _Joint
 from .rotations import _IDENTITY
-from .tuning import COMPILED_PAIRS
+from .tuning import COMPILED_PAIRS, COMPILED_PRODUCTS
 from .writer import _source, _SweepWriter, _times
 
 if TYPE_CHECKING:
@@ -73,21 +74,31 @@ def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) 
         if not oriented and len(effector.joints) * (len(effector.joints) + 1) // 2 \
                 <= COMPILED_PAIRS:
             lines += _hessian_source(tree, index, effector, frames)
+        if not oriented and len(tree.effectors) == 1 and 6 * len(tree.lower) \
+                <= COMPILED_PRODUCTS:   # a single effector's lean steps, as linalg solves
+            lines += _position_step_source(tree, index, effector, frames)
         if oriented and index < tree.tools:
             lines += _turns_source(tree, index, effector, frames)
+            lines += _pose_rows_source(tree, index, effector, frames)
+            if 21 * len(tree.lower) <= COMPILED_PRODUCTS:   # as linalg's compiled solve
+                lines += _pose_step_source(tree, index, effector, frames)
     return lines
 
 
 def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
                     ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable],
-                               list[Callable], list[Callable]]:
+                               list[Callable], list[Callable],
+                               list[tuple[Callable, Callable | None]], list[Callable | None]]:
     """
     Return the tree's sweep compiled to a function (see _SweepWriter and _Tree.sweep).
 
     Plain FK comes with per effector its Jacobian's rows (_rows_source) and its objective's
     Hessian (_hessian_source; None beyond COMPILED_PAIRS and in trees with marker points),
     and in trees with marker points (orientation solves) per tool its orientation rows
-    (_turns_source); a fitting with none of them ([], [], []).
+    (_turns_source) and its full pose's kernels: its six rows (_pose_rows_source) and its
+    damped step (_pose_step_source, None where linalg solves that size with numpy), and
+    in a tree of one effector without them its position rows' damped step
+    (_position_step_source, else None); a fitting with none of them ([], [], [], [], []).
 
     Without fits: forward(q, base) -> (q, frames, points), plain FK; the frames are per
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
@@ -144,15 +155,24 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     oriented = any(tree.markers)  # orientation solves take no Newton steps
     if not fitting:
         writer.lines += _kernel_lines(tree, frames, oriented)
-    namespace = {'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2,
+    namespace = {'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2, 'sqrt': math.sqrt,
                  'remainder': math.remainder, 'inf': math.inf,
                  'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,
                  'lower': tree.lower, 'upper': tree.upper}
     name = f'<fabrik_ros {"fitting" if fitting else "forward"} sweep, {len(tree.joints)} joints>'
     exec(compile('\n'.join(writer.lines), name, 'exec'), namespace)
     if fitting:
-        return namespace['fitting'], [], [], []
-    effectors = range(len(tree.effectors))
-    return namespace['forward'], [namespace[f'rows{index}'] for index in effectors], \
+        return namespace['fitting'], [], [], [], [], []
+    return (namespace['forward'],) + _kernels(namespace, tree, oriented)
+
+
+def _kernels(namespace: dict, tree: _Tree, oriented: bool
+             ) -> tuple[list[Callable], list[Callable], list[Callable],
+                        list[tuple[Callable, Callable | None]], list[Callable | None]]:
+    """Return the compiled kernels beside plain FK, as _compiled_sweep returns them."""
+    effectors, tools = range(len(tree.effectors)), range(tree.tools if oriented else 0)
+    return [namespace[f'rows{index}'] for index in effectors], \
         [namespace.get(f'hessian{index}') for index in effectors], \
-        [namespace[f'turns{index}'] for index in range(tree.tools) if oriented]
+        [namespace[f'turns{index}'] for index in tools], \
+        [(namespace[f'pose_rows{index}'], namespace.get(f'pose_step{index}'))
+         for index in tools], [namespace.get(f'position_step{index}') for index in effectors]

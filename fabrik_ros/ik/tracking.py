@@ -23,9 +23,12 @@ declines and the full solve starts from the same seed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import math
+from operator import le
 
-from .linalg import _pushed
+from .limits import _clamped, JointLimits
+from .linalg import _NOT_POSITIVE_DEFINITE, _pushed
 from .model import _Tree
 from .orientations import _one_effector_fit, _Orientations
 from .points import _State
@@ -101,19 +104,51 @@ class _Tracking:
 
         As _ClosingSteps._closing_step for one effector at weight 1 within reach: the
         damping rises tenfold until the error falls (a push that costs more than the step
-        gains is dropped first), up to DAMPING_MAX.
+        gains is dropped first), up to DAMPING_MAX. A position or full pose whose step no
+        steering changes (every joint clear of its limit's margins, or a full pose without
+        redundancy) takes it from the tree's compiled step (_compiled_step).
         """
         effector = tree.effectors[0]
-        rows = tree.jacobian(state, False, [0])
         x, y, z = state.points[effector.point]
         residual = [goal[0] - x, goal[1] - y, goal[2] - z]
-        if orientations is not None:
+        floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
+        scale = excess * excess
+        limits, q = self.limits, state.q
+        s, kernel = 0.0, None
+        if orientations is None:
+            kernel = tree.position_steps[0]
+        elif orientations.items[0][1] == 'full':
+            s = orientations.scale
+            (_, (vx, vy, vz), _), = orientations.errors(state)
+            residual += [s * vx, s * vy, s * vz]
+            kernel = tree.pose_kernels[0][1]
+        if kernel is not None and ((orientations is not None and len(q) <= 6) or all(
+                map(le, limits.inner_lower, q)) and all(map(le, q, limits.inner_upper))):
+            answer, damping = _compiled_step(kernel, tree, state, goal, orientations,
+                                             objective, residual, s, limits, damping,
+                                             scale, floor)
+            if answer is not None or damping > DAMPING_MAX:
+                return answer
+        if orientations is None:
+            rows = tree.jacobian(state, False, [0])
+        elif orientations.items[0][1] == 'full':
+            rows = tree.pose_kernels[0][0](state.frames, x, y, z, s)
+        else:
+            rows = tree.jacobian(state, False, [0])
             orientations.extend(state, rows, residual)
+        return self._rows_step(tree, state, goal, orientations, objective, rows, residual,
+                               damping, floor, scale, steer)
+
+    def _rows_step(self, tree: _Tree, state: _State, goal: tuple[float, float, float],
+                   orientations: _Orientations | None, objective: float,
+                   rows: list[list[float]], residual: list[float], damping: float,
+                   floor: float, scale: float, steer: bool
+                   ) -> tuple[_State, float, float, float] | None:
+        """Return _track_step's answer from the step's rows and residual, damping on."""
+        effector = tree.effectors[0]
         weights, push = ([], []) if orientations is not None and len(rows) >= len(
             rows[0]) else self.limits.steering(state.q, rows, residual, steer)
         aim = _pushed(rows, residual, push) if push else residual
-        floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
-        scale = excess * excess
         while damping <= DAMPING_MAX:
             q = self.limits.limited_step(state.q, rows, aim, weights, push,
                                          max(damping * scale, floor))[0]
@@ -126,3 +161,34 @@ class _Tracking:
                 continue
             damping *= 10.0
         return None
+
+
+def _compiled_step(kernel: Callable, tree: _Tree, state: _State,
+                   goal: tuple[float, float, float], orientations: _Orientations | None,
+                   objective: float, residual: list[float], s: float, limits: JointLimits,
+                   damping: float, scale: float, floor: float
+                   ) -> tuple[tuple[_State, float, float, float] | None, float]:
+    """
+    Return _track_step's step from a compiled step kernel, and the damping it ended at.
+
+    kernel: the tree's pose_step or position_step (sweep): the floats of the rows' damped
+    solve, for a step without weights or push. None and a damping within DAMPING_MAX
+    where the rows' path must go on from there: a joint the step would carry past its
+    limit (solved again without it), a system the rows' solve leaves to numpy.
+    """
+    point = tree.effectors[0].point
+    x, y, z = state.points[point]
+    while damping <= DAMPING_MAX:
+        try:
+            step = kernel(state.frames, x, y, z, s, residual, max(damping * scale, floor))
+        except _NOT_POSITIVE_DEFINITE:
+            return None, damping
+        moved, held = _clamped(state.q, step, limits.lower, limits.upper)
+        if held:
+            return None, damping
+        candidate = tree.sweep(moved, _ORIGIN)
+        fit = _one_effector_fit(candidate, goal, point, orientations)
+        if fit[0] < objective:
+            return (candidate, damping, fit[0], fit[1]), damping
+        damping *= 10.0
+    return None, damping

@@ -24,7 +24,7 @@ FAR_WEIGHT = 1e-3       # fit 'next': weight of the points beyond the next (they
 COLOCATED = 1e-9        # metres: joint origins closer than this form one point
 PARALLEL = 0.1          # sine of the angle below which two axes at a point count as one
 SNAP = 1e-15            # a compiled constant this close to 0 or +-1 is taken as that value
-ON_AXIS = 1e-12         # m^2: a weaker fit means the points lie on the axis: keep the angle
+ON_AXIS = 1e-10         # m^2: a weaker fit means the points lie on the axis: keep the angle
 
 # docs/solver.md, Heuristics: Damping schedule (damping as a multiple of the
 # squared error: large far from the target, vanishing near it)

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 import math
 
-from fabrik_ros.chain import rotation_tuple
 import numpy as np
 
 
@@ -62,7 +61,11 @@ def _unit_rotation(values: list[float], what: str) -> tuple[float, ...]:
         raise ValueError(f'{what} is not finite: {values}')
     if norm < 1e-9:
         raise ValueError(f'{what} is a zero quaternion: {values}')
-    return rotation_tuple((x / norm, y / norm, z / norm, w / norm))
+    # fabrik_ros.chain.rotation_tuple's arithmetic written out (a pose target's hot path).
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    return (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
+            2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
+            2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y))
 
 
 def _is_mapping(value: object) -> bool:
