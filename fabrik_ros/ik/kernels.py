@@ -22,6 +22,7 @@ rows (turns), and per joint its closed-form fit (point by point, or by moment su
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .linalg import _cholesky_source
@@ -127,17 +128,25 @@ def _turns_source(tree: _Tree, index: int, effector: _Effector,
         joint = tree.joints[j]
         if joint.prismatic:
             continue
-        m = joint.multiplier
-        for row, i in enumerate((2, 5, 8)):
-            value = frames[j][i]
-            if isinstance(value, str):
-                terms[joint.coordinate][row].append(
-                    f'frames[{j}][{i}]' if m == 1.0 else f'{m!r} * frames[{j}][{i}]')
-            elif value != 0.0:
-                terms[joint.coordinate][row].append(repr(m * value))
+        for row, term in _axis_terms(frames[j], joint.multiplier,
+                                     lambda i: f'frames[{j}][{i}]'):
+            terms[joint.coordinate][row].append(term)
     rows = ['[' + ', '.join(f's * ({" + ".join(per_row[row])})' if per_row[row] else '0.0'
                             for per_row in terms) + ']' for row in range(3)]
     return [f'def turns{index}(frames, s):', f'    return {", ".join(rows)}']
+
+
+def _axis_terms(frame: list[float | str], m: float, name: Callable[[int], str]
+                ) -> list[tuple[int, str]]:
+    """Return (row, term) of a revolute joint's axis (frame entries 2, 5, 8) times m."""
+    terms = []
+    for row, i in enumerate((2, 5, 8)):
+        value = frame[i]
+        if isinstance(value, str):
+            terms.append((row, name(i) if m == 1.0 else f'{m!r} * {name(i)}'))
+        elif value != 0.0:
+            terms.append((row, repr(m * value)))
+    return terms
 
 
 def _pose_entries(tree: _Tree, effector: _Effector, frames: list[list[float | str]]
@@ -157,13 +166,8 @@ def _pose_entries(tree: _Tree, effector: _Effector, frames: list[list[float | st
                 terms[joint.coordinate][row].append(name if m == 1.0 else f'{m!r} * {name}')
         if joint.prismatic:
             continue
-        for row, i in enumerate((2, 5, 8), 3):  # the axis: names _column_source unpacked
-            value = frames[j][i]
-            if isinstance(value, str):
-                terms[joint.coordinate][row].append(
-                    f'f{j}_{i}' if m == 1.0 else f'{m!r} * f{j}_{i}')
-            elif value != 0.0:
-                terms[joint.coordinate][row].append(repr(m * value))
+        for row, term in _axis_terms(frames[j], m, lambda i: f'f{j}_{i}'):  # _column_source's
+            terms[joint.coordinate][row + 3].append(term)
     entries = [[(' + '.join(per_row[row]) if row < 3 else f's * ({" + ".join(per_row[row])})')
                 if per_row[row] else '0.0' for per_row in terms] for row in range(6)]
     return lines, entries

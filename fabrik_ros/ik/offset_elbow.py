@@ -37,7 +37,7 @@ from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
 from .wrist import (_CENTRE_OFF, _cross, _dot, _meeting, _PARALLEL, _sinusoid_roots,
-                    _TWO_PI, _within, Shoulder, spherical_shoulder)
+                    _TWO_PI, _within, serial_revolute, Shoulder, spherical_shoulder)
 
 _NARROW = 1e-9          # |sin|^2 below this: two directions too near parallel to fix a frame
 
@@ -79,12 +79,9 @@ def offset_elbow(chain: Chain, tolerance: float) -> OffsetElbow | None:
     row parallel (within _PARALLEL); the fifth and sixth meeting as closely and not
     parallel; the fourth joint changing the distance between the two meeting points.
     """
-    joints = chain.joints
-    if len(joints) != 7 or len(chain.effectors) != 1 or chain.effectors[0].parent != 6 \
-            or chain.dof != 7 or any(joint.parent != index - 1
-                                     for index, joint in enumerate(joints)) \
-            or any(joint.prismatic for joint in joints):
+    if not serial_revolute(chain, 7):
         return None
+    joints = chain.joints
     zero = np.zeros(7)
     kinematics = chain.forward(zero)
     points, axes = kinematics.positions, kinematics.axes

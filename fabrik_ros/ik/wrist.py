@@ -335,6 +335,15 @@ def turned_back(axes: Sequence[tuple[float, float, float]], angles: Sequence[flo
     return turned
 
 
+def serial_revolute(chain: Chain, count: int) -> bool:
+    """Return whether chain is `count` independent revolute joints in a row to one tool."""
+    joints = chain.joints
+    return (len(joints) == count and chain.dof == count and len(chain.effectors) == 1
+            and chain.effectors[0].parent == count - 1
+            and all(joint.parent == index - 1 for index, joint in enumerate(joints))
+            and not any(joint.prismatic for joint in joints))
+
+
 class OffsetWrist(NamedTuple):
     """
     An arm of the UR family, whose full poses have a closed form (Hawkins 2013).
@@ -376,11 +385,7 @@ def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
     right angles to the fourth and meeting it, the sixth meeting the fifth and not parallel
     to it (within _CENTRE_OFF tolerances, metres).
     """
-    joints = chain.joints
-    if len(joints) != 6 or len(chain.effectors) != 1 or chain.effectors[0].parent != 5 \
-            or chain.dof != 6 or any(joint.parent != index - 1
-                                     for index, joint in enumerate(joints)) \
-            or any(joint.prismatic for joint in joints):
+    if not serial_revolute(chain, 6):
         return None
     zero = np.zeros(6)
     kinematics = chain.forward(zero)
