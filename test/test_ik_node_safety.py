@@ -173,6 +173,8 @@ def test_every_output_carries_the_joint_order_and_values(start_node, client, cha
                                     trajectories.append, 100)
     client.node.create_subscription(Float64MultiArray, '/ik_node/commands', arrays.append, 100)
     received = client.joint_states['']
+    # Commands start once the arm is measured; a target before that is refused.
+    assert client.spin_until(lambda: len(received) >= 3, DISCOVERY_TIMEOUT), 'no stream'
     target = chain.tip_position(POSE_REACHED)
     client.send_pose(target)
     assert client.spin_until(lambda: settled(received) and tip_error(

@@ -110,7 +110,9 @@ def test_the_jog_demo_drives_the_node_over_dds(tmp_path):
     # Over DDS the twist in force and the command answering it may be a tick apart.
     assert circles['speed_error']['median'] <= 0.05, output
     assert circles['direction_deg']['median'] <= 3.0, output
+    # A twist delivered late makes the node hold for a tick (jog_timeout), which is right;
+    # every tick keeping half is the in-process test's, here it is the typical tick.
     for name in ('stretch', 'wrist'):
-        assert jog['segments'][name]['kept_well_conditioned']['min'] >= 0.5, output
+        assert jog['segments'][name]['kept_well_conditioned']['median'] >= 0.9, output
     assert jog['max_joint_velocity_share'] <= 1.0 + 1e-9, output
     assert jog['rest_after_stream_s'] is not None and jog['rest_after_stream_s'] < 0.5, output
