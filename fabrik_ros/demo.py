@@ -47,7 +47,7 @@ tree), computes the measured tips with forward kinematics and reports:
   arm without the scene would put its upper arm; the smallest clearance of the commands and
   of the measured arm over the run, and whether it went below the node's collision_margin.
   The simulated arm starts on the pillar's far side, and the node from where it is measured
-  (feedback_topic joint_states): the motion between two commands is not checked.
+  (feedback_topic joint_states): its commands start there and go around the pillar.
 
 With ``--free-body`` the node runs with ``root: free``: the targets (in ``odom``) drift
 along +x while the feet step, the body follows, and at the end the first effector's target
