@@ -94,6 +94,8 @@ class _Check:
     second: int         # body index, or bodies + obstacle index
     world: np.ndarray | None = None     # measured: the FK frames
     rows: np.ndarray | None = None      # measured: a lower bound of each row's distance
+    pairs: np.ndarray | None = None     # measured: a lower bound of each pair's distance
+    worn: float = 0.0   # measured: how far its bounds fell since the balls' (at most)
     pair: int = -1                      # measured: the closest pair (CheckRows.pairs)
     points: list | None = None          # measured: the placed points (nearest.bounds)
     gradient: np.ndarray | None = None  # dc/dq, computed when first needed
@@ -116,6 +118,9 @@ class StreamCollision:
         self._last: _Check | None = None     # the last command's: the anchor or a bound from it
         self._anchor: _Check | None = None   # the measured check later bounds start from
         self._approaching: np.ndarray | None = None  # joints the slowdown caps
+        self._gradient_check: _Check | None = None   # the last measured check with dc/dq
+        self._limits: object = None     # the motion limits _bounded_speed is of
+        self._bounded_speed = False
 
     def update(self, controller: IkController) -> bool:
         """Follow the controller's settings and obstacles; return whether anything is checked."""
@@ -125,6 +130,7 @@ class StreamCollision:
         if key is not None and key[0] is settings and key[1] is obstacles:
             return self.active
         self._key, self._last, self._anchor = (settings, obstacles), None, None
+        self._gradient_check = None
         self.state, self.clearance, self.pair = '', math.inf, ('', '')
         collisions = Collisions(settings.chain, settings.collision_margin,
                                 None if settings.self_collision else False)
@@ -155,33 +161,30 @@ class StreamCollision:
         goes (joints at rest there count as moving toward it).
         """
         check = self._check(position)
-        if not check.distance - self._margin < self._slowdown:
-            return None     # a lower bound will do
         room = check.distance - self._margin
+        if not room < self._slowdown:
+            return None     # a lower bound will do
         if not check.exact and not self._anchor.distance - check.distance <= REFRESH * room:
             check = self._exact(check)
             room = check.distance - self._margin
         if check.first < 0:
             return None
-        gradient = self._gradient(self._anchor)
+        gradient = self._gradient(room)
         direction = velocity if heading is None else np.where(velocity != 0.0, velocity,
                                                               heading - position)
         approaching = gradient * direction < 0.0
         provable = self._provable(velocity, limits, dt, max(room, ESCAPE_DIP))
-        if not approaching.any() and provable is None:
+        count = int(approaching.sum())
+        if not count and provable is None:
             return None
         self.state, self._approaching = 'slowed', approaching
         cap = np.full(len(position), np.inf) if provable is None else provable
-        if not approaching.any():
+        if not count:
             return np.ones(len(position)), cap
         fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
             else 0.0    # no slowdown distance: inside the margin, nothing approaches
         # Each approaching joint may use up its share of the room by the motion bound.
-        spend = self._kinematics.reach * approaching.sum()
-        with np.errstate(divide='ignore'):
-            budget = np.where(spend > 0.0, max(room, 0.0) / spend, np.inf)
-        stopping = np.where(np.isinf(budget), np.inf, braking_speed(
-            np.where(np.isinf(budget), 0.0, budget), limits.max_acceleration, dt))
+        stopping = self._kinematics.stopping(max(room, 0.0) / count, limits, dt)
         return (np.where(approaching, fraction, 1.0),
                 np.where(approaching, np.minimum(stopping, cap), cap))
 
@@ -194,21 +197,27 @@ class StreamCollision:
         bound each, so the next step's fastest motion (a speed-up at the acceleration limit
         included) is held to PROVEN_CHECKS of them; None when it is within that anyway.
         """
-        with np.errstate(invalid='ignore'):
-            speeds = np.minimum(np.abs(velocity) + limits.max_acceleration * dt,
-                                limits.max_velocity)
-        if not np.all(np.isfinite(speeds)):
+        if self._limits is not limits:  # unlimited: nothing caps what the bound needs
+            self._limits = limits
+            self._bounded_speed = bool(np.all(np.isfinite(limits.max_velocity)
+                                              | np.isfinite(limits.max_acceleration)))
+        if not self._bounded_speed:
             return None
+        speeds = np.minimum(np.abs(velocity) + limits.max_acceleration * dt,
+                            limits.max_velocity)
         needed = self._kinematics.rate(speeds * dt)
         allowed = PROVEN_CHECKS * room
         return None if needed <= allowed else speeds * (allowed / needed)
 
     def settle(self, previous: np.ndarray, position: np.ndarray) -> None:
-        """Call a slowdown that let no approaching joint move a halt, measured (the status)."""
-        if self.state == 'slowed' and not np.any(
-                np.abs(position - previous)[self._approaching] > 1e-9):
+        """Call a slowdown that let no approaching joint move a halt; at rest, measured."""
+        if self.state != 'slowed':
+            return
+        moved = np.abs(position - previous) > 1e-9
+        if not np.any(moved[self._approaching]):
             self.state = 'halted'
-            self._report(self._exact(self._last))
+            if not np.any(moved):   # at rest (or creeping to it): measured once
+                self._report(self._exact(self._last))
 
     def describe(self) -> str:
         """Say why the stream is slowed or halted, naming the pair ('' when clear)."""
@@ -314,25 +323,50 @@ class StreamCollision:
                       exact=False)
 
     def _evaluate(self, q: np.ndarray) -> _Check:
-        """Return the measured check of q, with each row's bound for later commands."""
-        world = self._kinematics.chain.world_frames(q)
-        distance, pair, points, lower = pair_bounds(self._rows, world, HORIZON)
+        """
+        Return the measured check of q, with each row's and pair's bound for later commands.
+
+        The pairs are bounded from the anchor's (their rows' fall since) while those have
+        fallen at most HORIZON since the balls bounded them, else by the balls again.
+        """
+        kinematics, anchor = self._kinematics, self._anchor
+        world = kinematics.chain.world_frames(q)
+        lower, worn = None, 0.0
+        if anchor is not None:
+            fall = kinematics.rows @ np.abs(q - anchor.q)
+            worn = anchor.worn + float(fall.max())
+            if worn <= HORIZON:
+                lower = anchor.pairs - fall.take(kinematics.row_of_pair)
+            else:
+                worn = 0.0
+        distance, pair, points, lower = pair_bounds(self._rows, world, HORIZON, lower)
         first, second = pair_bodies(self._rows, pair)
         return _Check(np.array(q, dtype=float), float(distance), first, second, world,
-                      self._kinematics.row_bounds(lower), pair, points)
+                      kinematics.row_bounds(lower), lower, worn, pair, points)
 
-    def _gradient(self, check: _Check) -> np.ndarray:
-        """Return dc/dq of a measured check's closest pair (zero where it has no normal)."""
-        if check.gradient is None:
-            found = closest_points(self._rows, check.points, check.pair)
+    def _gradient(self, room: float) -> np.ndarray:
+        """
+        Return dc/dq of the anchor's closest pair (zero where it has no normal).
+
+        The last one measured serves while its pair is the anchor's and the motion since
+        has lost at most REFRESH of the room by the bound: it only sorts the joints into
+        those that approach and the others, which the proof does not rely on.
+        """
+        anchor, last = self._anchor, self._gradient_check
+        if last is not None and last.pair == anchor.pair and (
+                self._kinematics.rate(anchor.q - last.q) <= REFRESH * room):
+            return last.gradient
+        if anchor.gradient is None:
+            found = closest_points(self._rows, anchor.points, anchor.pair)
             if found is None:   # a segment through a box: the batched kernel's points
-                points = self._model.clearance(check.world, self._scene).points
-                inward = check.distance < 0.0   # surface points: their gap turns inside
+                points = self._model.clearance(anchor.world, self._scene).points
+                inward = anchor.distance < 0.0  # surface points: their gap turns inside
             else:   # the axes' points: their gap points out, inside or not
                 points, inward = np.array(found[1:3]), False
-            check.gradient = self._kinematics.gradient(check, points, inward,
-                                                       len(self._model.names))
-        return check.gradient
+            anchor.gradient = self._kinematics.gradient(anchor, points, inward,
+                                                        len(self._model.names))
+        self._gradient_check = anchor
+        return anchor.gradient
 
 
 class _Kinematics:
@@ -358,7 +392,6 @@ class _Kinematics:
         for index, joint in enumerate(joints):
             moves[index + 1] = moves[joint.parent + 1]
             moves[index + 1, index] = True
-        self.moves = moves
         length = np.array([np.linalg.norm(joint.origin_xyz) + (
             max(abs(joint.lower), abs(joint.upper)) if joint.prismatic else 0.0)
             for joint in joints])
@@ -382,7 +415,10 @@ class _Kinematics:
         coupling = np.zeros((count, chain.dof))
         coupling[np.arange(count), chain.coordinate_of_joint] = (
             chain.multipliers if chain.coupled else 1.0)
-        self.coupling = coupling
+        # joint rates to coordinate rates (None: one joint per coordinate, in order)
+        self.coupling = None if np.array_equal(coupling, np.eye(count)) else coupling
+        self.any_prismatic = bool(self.prismatic.any())
+        self.body_moves = moves[self.body_frames].astype(float)  # body -> joints moving it
         # Per checked row (a link and the obstacles, a self pair) and coordinate.
         self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
             else np.zeros((1, chain.dof))
@@ -393,6 +429,8 @@ class _Kinematics:
         first_self = len(moving) if obstacles else 0
         row_of = np.array([first_self + index if kind == 0 else moving[body]
                            for index, (kind, body, _) in enumerate(check_rows.pairs)], dtype=int)
+        self._unbounded = bool(np.any(self.reach <= 0.0))   # a coordinate moving no row
+        self.row_of_pair = row_of
         self._pair_order = np.argsort(row_of, kind='stable')
         self._row_starts = np.searchsorted(row_of[self._pair_order], np.arange(len(self.rows)))
         self._row_count = len(self.rows)
@@ -402,6 +440,15 @@ class _Kinematics:
         if not len(pair_bounds):
             return np.full(self._row_count, np.inf)
         return np.minimum.reduceat(pair_bounds.take(self._pair_order), self._row_starts)
+
+    def stopping(self, share: float, limits: object, dt: float) -> np.ndarray:
+        """Return per coordinate the speed from which it stops within `share` m by the bound."""
+        if not self._unbounded:
+            return braking_speed(share / self.reach, limits.max_acceleration, dt)
+        with np.errstate(divide='ignore'):
+            budget = np.where(self.reach > 0.0, share / self.reach, np.inf)
+        return np.where(np.isinf(budget), np.inf, braking_speed(
+            np.where(np.isinf(budget), 0.0, budget), limits.max_acceleration, dt))
 
     def rate(self, delta: np.ndarray) -> float:
         """Return how far (m) the clearance may fall along the joint motion delta."""
@@ -417,24 +464,24 @@ class _Kinematics:
         normal move alike along it.
         """
         gap = points[1] - points[0]
-        length = float(np.linalg.norm(gap))
+        length = math.sqrt(float(gap @ gap))
         if not length > 1e-12:
             return np.zeros(self.chain.dof)
-        normal = gap / length * (-1.0 if inward else 1.0)
+        x, y, z = (gap / length * (-1.0 if inward else 1.0)).tolist()
         world = check.world
         axes = np.einsum('nij,nj->ni', world[1:, :3, :3], self.axes_local)
         origins = world[1:, :3, 3]
-        # normal . (axis x (point - origin)) = (point - origin) . (normal x axis)
-        turn, slide = np.cross(normal, axes), axes @ normal
-
-        def along(point: np.ndarray, body: int) -> np.ndarray:
-            """Return how fast a point fixed on `body` moves along the normal, per joint."""
-            speed = np.where(self.prismatic, slide, ((point - origins) * turn).sum(axis=1))
-            return speed * self.moves[self.body_frames[body]]
-        rate = -along(points[0], check.first)
+        # normal . (axis x (point - origin)) = point . turn - origin . turn, turn the
+        # normal x axis: one product per point, the origins' part shared.
+        turn = axes @ np.array([[0.0, z, -y], [-z, 0.0, x], [y, -x, 0.0]])
+        offset = np.einsum('ij,ij->i', origins, turn)
+        speeds = turn @ points.T - offset[:, None]      # (joints, 2)
+        if self.any_prismatic:
+            speeds[self.prismatic] = (axes[self.prismatic] @ np.array([x, y, z]))[:, None]
+        rate = -speeds[:, 0] * self.body_moves[check.first]
         if check.second < bodies:
-            rate += along(points[1], check.second)
-        return rate @ self.coupling
+            rate += speeds[:, 1] * self.body_moves[check.second]
+        return rate if self.coupling is None else rate @ self.coupling
 
 
 def guarded_step(controller: IkController, now: float) -> np.ndarray:

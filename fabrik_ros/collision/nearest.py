@@ -102,6 +102,7 @@ class CheckRows:
         for column, (row, xyz, w) in enumerate(points):
             frame = 4 * int(model.body_frames[row])
             self.local[frame:frame + 3, column], self.local[frame + 3, column] = xyz, w
+        self.segment_local = self.local[:, self.balls:].copy()  # the starts, directions
         self._boxes(model, scene, body_balls, radii[:self.balls])
         self.any = bool(len(self.pairs))
         self.entry_pairs = np.array(self.entry_pair, dtype=int)
@@ -241,17 +242,22 @@ def nearest_pair(rows: CheckRows, world: np.ndarray) -> tuple[float, int, list]:
     return best, best_pair, points
 
 
-def pair_bounds(rows: CheckRows, world: np.ndarray, horizon: float
-                ) -> tuple[float, int, list, np.ndarray]:
+def pair_bounds(rows: CheckRows, world: np.ndarray, horizon: float,
+                lower: np.ndarray | None = None) -> tuple[float, int, list, np.ndarray]:
     """
     Return nearest_pair's distance, pair and points, and a lower bound of every pair.
 
-    The bounds (rows.pairs' order, metres): the pair's exact distance where its ball bound
-    is below the smallest distance plus `horizon` (measured, from the smallest bound on),
-    else its ball bound. Needs a pair to check (rows.any).
+    The bounds (rows.pairs' order, metres): the pair's exact distance where its bound is
+    below the smallest distance plus `horizon` (measured, from the smallest bound on),
+    else its bound. The bounds measured from: `lower` (each pair's, from what the caller
+    knows), else the balls'. Needs a pair to check (rows.any).
     """
-    flat, points = bounds(rows, world)
-    lower = np.minimum.reduceat(flat.take(rows.pair_entries), rows.pair_starts)
+    if lower is None:
+        flat, points = bounds(rows, world)
+        lower = np.minimum.reduceat(flat.take(rows.pair_entries), rows.pair_starts)
+    else:
+        points = world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(
+            rows.segment_local)[:3].tolist()
     first = best_pair = int(lower.argmin())
     best = exact(rows, points, first)
     measured = {first: best}
