@@ -119,7 +119,7 @@ class StreamCollision:
         self._anchor: _Check | None = None   # the measured check later bounds start from
         self._approaching: np.ndarray | None = None  # joints the slowdown caps
         self._gradient_check: _Check | None = None   # the last measured check with dc/dq
-        self._limits: object = None     # the motion limits _bounded_speed is of
+        self._limits: tuple = (None, None)  # the motion limits and period _bounded_speed is of
         self._bounded_speed = False
 
     def update(self, controller: IkController) -> bool:
@@ -197,14 +197,15 @@ class StreamCollision:
         bound each, so the next step's fastest motion (a speed-up at the acceleration limit
         included) is held to PROVEN_CHECKS of them; None when it is within that anyway.
         """
-        if self._limits is not limits:  # unlimited: nothing caps what the bound needs
-            self._limits = limits
+        known, period = self._limits    # unlimited: nothing caps what the bound needs
+        if known is not limits or period != dt:
+            self._limits = (limits, dt)
             self._bounded_speed = bool(np.all(np.isfinite(limits.max_velocity)
                                               | np.isfinite(limits.max_acceleration)))
+            self._speed_step = limits.max_acceleration * dt
         if not self._bounded_speed:
             return None
-        speeds = np.minimum(np.abs(velocity) + limits.max_acceleration * dt,
-                            limits.max_velocity)
+        speeds = np.minimum(np.abs(velocity) + self._speed_step, limits.max_velocity)
         needed = self._kinematics.rate(speeds * dt)
         allowed = PROVEN_CHECKS * room
         return None if needed <= allowed else speeds * (allowed / needed)
@@ -303,7 +304,7 @@ class StreamCollision:
     def _check(self, q: np.ndarray) -> _Check:
         """Return the check of q: the last command's when it is q, else a measurement."""
         last = self._last
-        if last is not None and np.array_equal(last.q, q):
+        if last is not None and last.q.tobytes() == q.tobytes():
             return last
         self._last = self._anchor = self._evaluate(q)
         return self._last
@@ -319,7 +320,7 @@ class StreamCollision:
         """
         anchor = self._anchor
         fall = self._kinematics.rows @ np.abs(q - anchor.q)
-        return _Check(q.copy(), float(np.min(anchor.rows - fall)), anchor.first, anchor.second,
+        return _Check(q.copy(), float((anchor.rows - fall).min()), anchor.first, anchor.second,
                       exact=False)
 
     def _evaluate(self, q: np.ndarray) -> _Check:
@@ -353,6 +354,8 @@ class StreamCollision:
         those that approach and the others, which the proof does not rely on.
         """
         anchor, last = self._anchor, self._gradient_check
+        if last is anchor:
+            return last.gradient
         if last is not None and last.pair == anchor.pair and (
                 self._kinematics.rate(anchor.q - last.q) <= REFRESH * room):
             return last.gradient
@@ -452,7 +455,7 @@ class _Kinematics:
 
     def rate(self, delta: np.ndarray) -> float:
         """Return how far (m) the clearance may fall along the joint motion delta."""
-        return float(np.max(self.rows @ np.abs(delta)))
+        return float((self.rows @ np.abs(delta)).max())
 
     def gradient(self, check: _Check, points: np.ndarray, inward: bool, bodies: int
                  ) -> np.ndarray:
