@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING
 
 from fabrik_ros.collision.closest import closest_points
 from fabrik_ros.collision.nearest import pair_bodies, pair_bounds
+from fabrik_ros.collision.shapes import Scene
 from fabrik_ros.ik.collisions import Collisions
 from fabrik_ros.jog import JogStatus
 from fabrik_ros.motion import braking_speed
@@ -134,7 +135,7 @@ class StreamCollision:
         self.state, self.clearance, self.pair = '', math.inf, ('', '')
         collisions = Collisions(settings.chain, settings.collision_margin,
                                 None if settings.self_collision else False)
-        collisions.set_obstacles(list(obstacles))
+        collisions.set_obstacles(Scene(obstacles, controller.obstacle_names))
         self.active = collisions.active
         self._collisions = collisions if self.active else None
         if self.active:
