@@ -99,7 +99,7 @@ class _Check:
     worn: float = 0.0   # measured: how far its bounds fell since the balls' (at most)
     pair: int = -1                      # measured: the closest pair (CheckRows.pairs)
     points: list | None = None          # measured: the placed points (nearest.bounds)
-    gradient: np.ndarray | None = None  # dc/dq, computed when first needed
+    gradient: list[float] | None = None  # dc/dq, computed when first needed
     exact: bool = True  # False: distance is a lower bound
 
 
@@ -118,7 +118,7 @@ class StreamCollision:
         self.pair = ('', '')        # its closest pair's names
         self._last: _Check | None = None     # the last command's: the anchor or a bound from it
         self._anchor: _Check | None = None   # the measured check later bounds start from
-        self._approaching: np.ndarray | None = None  # joints the slowdown caps
+        self._approaching: list[bool] = []  # joints the slowdown caps
         self._gradient_check: _Check | None = None   # the last measured check with dc/dq
         self._limits: tuple = (None, None)  # the motion limits and period _bounded_speed is of
         self._bounded_speed = False
@@ -170,12 +170,14 @@ class StreamCollision:
             room = check.distance - self._margin
         if check.first < 0:
             return None
-        gradient = self._gradient(room)
-        direction = velocity if heading is None else np.where(velocity != 0.0, velocity,
-                                                              heading - position)
-        approaching = gradient * direction < 0.0
-        provable = self._provable(velocity, limits, dt, max(room, ESCAPE_DIP))
-        count = int(approaching.sum())
+        # Six numbers a joint: plain floats cost less than numpy's per-call overhead.
+        speeds = velocity.tolist()
+        direction = speeds if heading is None else [
+            v if v != 0.0 else h - p
+            for v, h, p in zip(speeds, heading.tolist(), position.tolist())]
+        approaching = [g * d < 0.0 for g, d in zip(self._gradient(room), direction)]
+        provable = self._provable(speeds, limits, dt, max(room, ESCAPE_DIP))
+        count = sum(approaching)
         if not count and provable is None:
             return None
         self.state, self._approaching = 'slowed', approaching
@@ -185,11 +187,36 @@ class StreamCollision:
         fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
             else 0.0    # no slowdown distance: inside the margin, nothing approaches
         # Each approaching joint may use up its share of the room by the motion bound.
-        stopping = self._kinematics.stopping(max(room, 0.0) / count, limits, dt)
-        return (np.where(approaching, fraction, 1.0),
-                np.where(approaching, np.minimum(stopping, cap), cap))
+        share = max(room, 0.0) / count
+        approaching_mask = np.array(approaching)
+        if self._stops_within(share, speeds, approaching, dt):
+            return np.where(approaching_mask, fraction, 1.0), cap
+        stopping = self._kinematics.stopping(share, limits, dt)
+        return (np.where(approaching_mask, fraction, 1.0),
+                np.where(approaching_mask, np.minimum(stopping, cap), cap))
 
-    def _provable(self, velocity: np.ndarray, limits: object, dt: float, room: float
+    def _stops_within(self, share: float, speeds: list[float], approaching: list[bool],
+                      dt: float) -> bool:
+        """
+        Return whether every approaching joint stops within its share from any speed it reaches.
+
+        A joint at speed s stops within s dt + s^2 / 2a (this step, then at most the
+        continuous braking distance); within one step it gets no faster than |v| + a dt.
+        So where its share of the room by the bound holds that from |v| + 2 a dt, its
+        stopping speed is above what the limiter can reach and the cap could not bind (a
+        jogger's acceleration in force after a narrowed limit: up to twice it). The caps
+        are the slowdown's; the proof does not rely on them.
+        """
+        for v, go, (step, _), accel, reach in zip(speeds, approaching, self._speed_tops,
+                                                  self._accelerations, self._kinematics.reaches):
+            if go:
+                fastest = abs(v) + 2.0 * step
+                if not (reach > 0.0 and accel < math.inf
+                        and share / reach >= fastest * dt + fastest * fastest / (2.0 * accel)):
+                    return False
+        return True
+
+    def _provable(self, velocity: list[float], limits: object, dt: float, room: float
                   ) -> np.ndarray | None:
         """
         Return speed caps under which the next command's motion bound stays provable.
@@ -203,10 +230,13 @@ class StreamCollision:
             self._limits = (limits, dt)
             self._bounded_speed = bool(np.all(np.isfinite(limits.max_velocity)
                                               | np.isfinite(limits.max_acceleration)))
-            self._speed_step = limits.max_acceleration * dt
+            self._speed_tops = list(zip((limits.max_acceleration * dt).tolist(),
+                                        limits.max_velocity.tolist()))
+            self._accelerations = limits.max_acceleration.tolist()
         if not self._bounded_speed:
             return None
-        speeds = np.minimum(np.abs(velocity) + self._speed_step, limits.max_velocity)
+        speeds = np.array([min(abs(v) + step, top)
+                           for v, (step, top) in zip(velocity, self._speed_tops)])
         needed = self._kinematics.rate(speeds * dt)
         allowed = PROVEN_CHECKS * room
         return None if needed <= allowed else speeds * (allowed / needed)
@@ -215,10 +245,10 @@ class StreamCollision:
         """Call a slowdown that let no approaching joint move a halt; at rest, measured."""
         if self.state != 'slowed':
             return
-        moved = np.abs(position - previous) > 1e-9
-        if not np.any(moved[self._approaching]):
+        moved = [abs(a - b) > 1e-9 for a, b in zip(position.tolist(), previous.tolist())]
+        if not any(m and a for m, a in zip(moved, self._approaching)):
             self.state = 'halted'
-            if not np.any(moved):   # at rest (or creeping to it): measured once
+            if not any(moved):   # at rest (or creeping to it): measured once
                 self._report(self._exact(self._last))
 
     def describe(self) -> str:
@@ -346,7 +376,7 @@ class StreamCollision:
         return _Check(np.array(q, dtype=float), float(distance), first, second, world,
                       kinematics.row_bounds(lower), lower, worn, pair, points)
 
-    def _gradient(self, room: float) -> np.ndarray:
+    def _gradient(self, room: float) -> list[float]:
         """
         Return dc/dq of the anchor's closest pair (zero where it has no normal).
 
@@ -368,7 +398,7 @@ class StreamCollision:
             else:   # the axes' points: their gap points out, inside or not
                 points, inward = np.array(found[1:3]), False
             anchor.gradient = self._kinematics.gradient(anchor, points, inward,
-                                                        len(self._model.names))
+                                                        len(self._model.names)).tolist()
         self._gradient_check = anchor
         return anchor.gradient
 
@@ -427,6 +457,7 @@ class _Kinematics:
         self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
             else np.zeros((1, chain.dof))
         self.reach = self.rows.max(axis=0)  # per coordinate, over every pair
+        self.reaches = self.reach.tolist()
         # The check's pairs (CheckRows.pairs: self pairs, then links against obstacles)
         # grouped by row, for each row's least bound.
         moving = {body: row for row, body in enumerate(model.moving.tolist())}
