@@ -118,7 +118,8 @@ class Scene:
     """
 
     def __init__(self, obstacles: Sequence[Obstacle] = (), names: Sequence[str] = ()) -> None:
-        """Stack the obstacles; raise TypeError naming one that is not a primitive.
+        """
+        Stack the obstacles; raise TypeError naming one that is not a primitive.
 
         names: how results name them (the scene's names), in order; those left out are
         named by their kind and place.
