@@ -17,17 +17,20 @@ The command stream's collision check: what it costs per command and what it keep
 
 The UR5e with its gripper and the Panda with its hand (their own collision meshes as
 capsules, test/test_collision_descriptions.py) among that file's five obstacles, streamed
-at 100 Hz through the IK controller toward random tool poses whose configurations keep
-3 cm clear (from a start as clear), each then jogged on (a tool twist, 0.3 m/s) for as
-long. Each motion runs twice from the same state, in alternating order: with the stream's
-check (self-collision on, the obstacles) and without it (self-collision off, no
-obstacles: the stream as it was). Reported per robot, motion (stream, jog) and check: wall
-and CPU time per command (median, p99), the share of commands slowed and halted, the
-collision stops (a command cut short), and the least clearance (chain.clearance's self
-pairs and obstacles, in a model of their own) sampled at 5 points along every motion
-between two commands. Run:
+at 100 Hz (--rate) through the IK controller toward random tool poses whose configurations
+keep 3 cm clear (from a start as clear), each then jogged on (a tool twist, 0.3 m/s) for as
+long. Each motion runs from the same state with the stream's check (self-collision on, the
+obstacles) and without it (self-collision off, no obstacles: the stream as it was), and with
+--baseline REV also with REV's check (fabrik_ros/controller_collision.py of that revision
+in this tree), taking turns target by target. Reported per robot, motion (stream, jog) and
+check: wall and CPU time per command (median, p99), the check's own wall time per command
+(in the controller's collision methods: median, p99, mean), the share of commands slowed
+and halted, the collision stops (a command cut short), and the least clearance
+(chain.clearance's self pairs and obstacles, in a model of their own) sampled at 5 points
+along every motion between two commands. The load average is recorded before and after.
+Run:
 
-    python3 bench/stream_bench.py
+    python3 bench/stream_bench.py [--rate 100] [--robot ur5e] [--baseline REV]
 
 It prints a table and writes bench/results/stream_bench.json with the commit and command.
 Timings depend on the machine and on what else runs on it.
@@ -36,14 +39,18 @@ Timings depend on the machine and on what else runs on it.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
+import subprocess
 import sys
 import time
+import types
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / 'bench'), str(REPO / 'test')]
 
 from collision_bench import clear_targets  # noqa: E402
+from fabrik_ros import controller as controller_module  # noqa: E402
 from fabrik_ros.collision import CollisionModel  # noqa: E402
 from fabrik_ros.controller import IkController, Target  # noqa: E402
 from fabrik_ros.model.rotations import quaternion_from_rotation  # noqa: E402
@@ -52,19 +59,59 @@ import numpy as np  # noqa: E402
 from test_collision_descriptions import NEUTRAL, ROBOTS, SCENE  # noqa: E402
 from test_controller import make_settings  # noqa: E402
 
-DT = 0.01           # s: 100 Hz
 SAMPLES = np.linspace(0.0, 1.0, 5)
+CHECK_METHODS = ('update', 'slowdown', 'clear_step', 'settle')
 
 
-def controller(chain, checked: bool, start: np.ndarray) -> IkController:
-    """Return a streaming controller at `start`: checked, or as without the check."""
-    settings = make_settings(chain, self_collision=checked, max_restarts=8,
-                             max_iterations=100, tolerance=1e-4,
-                             default_max_acceleration=20.0)
-    result = IkController(settings, 0.0, command_period=DT, feedback=False)
-    result.set_obstacles(SCENE if checked else [])
-    result.stream.start(start)
-    return result
+def baseline_check(ref: str) -> types.ModuleType:
+    """Return fabrik_ros/controller_collision.py as of git revision `ref`, as a module."""
+    source = subprocess.run(['git', '-C', str(REPO), 'show',
+                             f'{ref}:fabrik_ros/controller_collision.py'], check=True,
+                            capture_output=True, text=True).stdout
+    module = types.ModuleType('baseline_controller_collision')
+    sys.modules[module.__name__] = module   # dataclasses look their module up
+    exec(compile(source, f'{ref}:fabrik_ros/controller_collision.py', 'exec'),  # noqa: S102
+         module.__dict__)
+    return module
+
+
+class Arm:
+    """A streaming controller and the check it runs (None: the current one), timed."""
+
+    def __init__(self, chain, checked: bool, start: np.ndarray, dt: float,
+                 check: types.ModuleType | None = None) -> None:
+        """Make the controller at `start`: checked (by `check`'s code), or unchecked."""
+        settings = make_settings(chain, self_collision=checked, max_restarts=8,
+                                 max_iterations=100, tolerance=1e-4,
+                                 default_max_acceleration=20.0)
+        self.controller = IkController(settings, 0.0, command_period=dt, feedback=False)
+        self.controller.set_obstacles(SCENE if checked else [])
+        self.controller.stream.start(start)
+        self.step = controller_module.guarded_step if check is None else check.guarded_step
+        if check is not None:
+            self.controller.collision = check.StreamCollision()
+        self.check_time = 0.0   # s spent in the collision methods so far
+        for name in CHECK_METHODS:
+            setattr(self.controller.collision, name,
+                    self._timed(getattr(self.controller.collision, name)))
+
+    def _timed(self, method):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.check_time += time.perf_counter() - start
+        return timed
+
+    def tick(self, now: float):
+        """Tick the controller with its own check's code."""
+        saved = controller_module.guarded_step
+        controller_module.guarded_step = self.step
+        try:
+            return self.controller.tick(now)
+        finally:
+            controller_module.guarded_step = saved
 
 
 class Record:
@@ -72,17 +119,21 @@ class Record:
 
     def __init__(self) -> None:
         """Start empty."""
-        self.wall, self.cpu, self.states, self.stops, self.least = [], [], [], 0, np.inf
+        self.wall, self.cpu, self.check, self.states = [], [], [], []
+        self.stops, self.least = 0, np.inf
 
-    def tick(self, arm: IkController, now: float, chain, reference: CollisionModel) -> None:
+    def tick(self, arm: Arm, now: float, chain, reference: CollisionModel) -> None:
         """Tick once, timed; sample the clearance along the motion (reference: its model)."""
-        before = arm.stream.position.copy()
+        controller = arm.controller
+        before = controller.stream.position.copy()
+        check = arm.check_time
         wall, cpu = time.perf_counter(), time.process_time()
         command = arm.tick(now).command
         self.wall.append(time.perf_counter() - wall)
         self.cpu.append(time.process_time() - cpu)
-        self.states.append(arm.collision.state)
-        self.stops += arm.collision.cut
+        self.check.append(arm.check_time - check)
+        self.states.append(controller.collision.state)
+        self.stops += controller.collision.cut
         self.least = min(self.least, *(reference.min_distance(chain.world_frames(
             before + t * (command.position - before)), SCENE) for t in SAMPLES[1:]))
 
@@ -90,17 +141,19 @@ class Record:
         """Return the figures of the run."""
         def percentiles(values: list[float]) -> dict:
             return {'median_us': 1e6 * float(np.median(values)),
-                    'p99_us': 1e6 * float(np.percentile(values, 99))}
+                    'p99_us': 1e6 * float(np.percentile(values, 99)),
+                    'mean_us': 1e6 * float(np.mean(values))}
         count = len(self.states)
         return {'commands': count, 'wall': percentiles(self.wall),
-                'cpu': percentiles(self.cpu),
+                'cpu': percentiles(self.cpu), 'check_wall': percentiles(self.check),
                 'slowed_share': self.states.count('slowed') / count,
                 'halted_share': self.states.count('halted') / count,
                 'collision_stops': self.stops, 'least_clearance_m': float(self.least)}
 
 
-def run(name: str, targets: int, seconds: float) -> dict:
-    """Stream one robot to random clear poses, then jog it; both settings alternated."""
+def run(name: str, targets: int, seconds: float, dt: float,
+        baseline: tuple[str, types.ModuleType] | None) -> dict:
+    """Stream one robot to random clear poses, then jog it; the settings taking turns."""
     chain = ROBOTS[name]()
     # chain.clearance's pairs in a model of its own: its kept scene is not the stream's
     reference = CollisionModel(chain.collision.bodies, map(tuple, chain.collision.pairs.tolist()))
@@ -110,27 +163,30 @@ def run(name: str, targets: int, seconds: float) -> dict:
     while chain.clearance(start, SCENE) < 0.03:  # the stream starts clear
         start = generator.uniform(np.maximum(chain.lower, -np.pi),
                                   np.minimum(chain.upper, np.pi))
-    arms = {True: controller(chain, True, start), False: controller(chain, False, start)}
-    records = {(checked, phase): Record() for checked in (True, False)
-               for phase in ('stream', 'jog')}
+    arms = {'checked': Arm(chain, True, start, dt), 'unchecked': Arm(chain, False, start, dt)}
+    if baseline is not None:
+        arms[f'checked by {baseline[0]}'] = Arm(chain, True, start, dt, baseline[1])
+    records = {(setting, phase): Record() for setting in arms for phase in ('stream', 'jog')}
+    steps = int(round(seconds / dt))
     now = 0.0
     for index, pose in enumerate(poses):
-        order = (True, False) if index % 2 else (False, True)
+        order = list(arms)[index % len(arms):] + list(arms)[:index % len(arms)]
         twist = np.concatenate([pose[:3, 3] - chain.tip_position(start), np.zeros(3)])
-        for checked in order:   # both start from the checked arm's state
-            arm = arms[checked]
-            arm.stream.start(arms[True].stream.position)
-            arm.on_target(0, Target(pose[:3, 3], _quaternion(pose)), now)
-            for k in range(int(seconds / DT)):
-                records[checked, 'stream'].tick(arm, now + DT * (k + 1), chain, reference)
-            for k in range(int(seconds / DT)):   # then jog on past it, into what is there
-                moment = now + seconds + DT * (k + 1)
-                arm.jog.on_twist(0, 0.3 * twist / np.linalg.norm(twist), moment, 'base')
-                records[checked, 'jog'].tick(arm, moment, chain, reference)
+        for setting in order:   # each starts from the checked arm's state
+            arm = arms[setting]
+            arm.controller.stream.start(arms['checked'].controller.stream.position)
+            arm.controller.on_target(0, Target(pose[:3, 3], _quaternion(pose)), now)
+            for k in range(steps):
+                records[setting, 'stream'].tick(arm, now + dt * (k + 1), chain, reference)
+            for k in range(steps):   # then jog on past it, into what is there
+                moment = now + seconds + dt * (k + 1)
+                arm.controller.jog.on_twist(0, 0.3 * twist / np.linalg.norm(twist), moment,
+                                            'base')
+                records[setting, 'jog'].tick(arm, moment, chain, reference)
         now += 2.0 * seconds + 1.0
-        start = arms[True].stream.position.copy()
-    return {'runs': {f"{phase}, {'checked' if checked else 'unchecked'}": record.summary()
-                     for (checked, phase), record in records.items()},
+        start = arms['checked'].controller.stream.position.copy()
+    return {'runs': {f'{phase}, {setting}': record.summary()
+                     for (setting, phase), record in records.items()},
             'self_pairs': len(chain.collision.pairs), 'obstacles': len(SCENE)}
 
 
@@ -140,26 +196,39 @@ def _quaternion(pose: np.ndarray) -> np.ndarray:
 
 def report(results: dict) -> str:
     """Return the markdown table of the results."""
-    rows = ['| robot | motion, check | wall median / p99 us | CPU median us | slowed | '
-            'halted | collision stops | least clearance m |', '|---|---|---|---|---|---|---|---|']
+    rows = ['| robot | motion, check | wall median / p99 us | CPU median us | check median / '
+            'p99 / mean us | slowed | halted | collision stops | least clearance m |',
+            '|---|---|---|---|---|---|---|---|---|']
     for name, robot in results['robots'].items():
         for key, r in robot['runs'].items():
+            check = r['check_wall']
             rows.append(f"| {name} | {key} | {r['wall']['median_us']:.0f} / "
                         f"{r['wall']['p99_us']:.0f} | {r['cpu']['median_us']:.0f} | "
+                        f"{check['median_us']:.0f} / {check['p99_us']:.0f} / "
+                        f"{check['mean_us']:.0f} | "
                         f"{r['slowed_share']:.1%} | {r['halted_share']:.1%} | "
                         f"{r['collision_stops']} | {r['least_clearance_m']:.4f} |")
-    return '\n'.join(rows)
+    return '\n'.join(rows) + (f"\n\nload average {results['load_before']} before, "
+                              f"{results['load_after']} after")
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run both robots, print the table, write the JSON."""
+    """Run the robots, print the table, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     parser.add_argument('--targets', type=int, default=10)
     parser.add_argument('--seconds', type=float, default=1.0, help='per target and per jog')
+    parser.add_argument('--rate', type=float, default=100.0, help='commands per second')
+    parser.add_argument('--robot', default='', help='only the robots whose name has this')
+    parser.add_argument('--baseline', default='', help='a git revision to compare with')
     args = parser.parse_args(argv)
+    baseline = (args.baseline, baseline_check(args.baseline)) if args.baseline else None
+    load = os.getloadavg()
     results = {'command': ' '.join(['python3', 'bench/stream_bench.py'] + sys.argv[1:]),
-               'commit': _commit(), 'command_rate_hz': 1.0 / DT,
-               'robots': {name: run(name, args.targets, args.seconds) for name in ROBOTS}}
+               'commit': _commit(), 'command_rate_hz': args.rate,
+               'robots': {name: run(name, args.targets, args.seconds, 1.0 / args.rate,
+                                    baseline)
+                          for name in ROBOTS if args.robot in name}}
+    results['load_before'], results['load_after'] = list(load), list(os.getloadavg())
     publish(results, report(results), 'stream_bench.json')
 
 

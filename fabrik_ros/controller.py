@@ -97,6 +97,7 @@ class IkController:
         self.solved_targets: np.ndarray | None = None  # (m, 3) of the last solve, NaN: none
         self._solver: IkSolver | None = None  # built on the next solve after a change
         self.obstacles: tuple = ()  # solves keep clear of them (pinned root: set_obstacles)
+        self.obstacle_names: tuple[str, ...] = ()  # how messages name them ('' : by index)
         self._pinned: IkSolver | None = None  # a free body's joints where it is: follow_body
         # A free body's last solved targets and orientations, which its joints keep while it
         # slides (controller_solve.follow_body); None once they are forgotten.
@@ -134,9 +135,15 @@ class IkController:
         self._solver = self._pinned = None
         self.stream.set_limits(settings.motion)
 
-    def set_obstacles(self, obstacles: Sequence[object]) -> None:
-        """Keep the next solves clear of obstacles (Box, Sphere, Cylinder; base frame)."""
+    def set_obstacles(self, obstacles: Sequence[object], names: Sequence[str] = ()) -> None:
+        """
+        Keep the next solves clear of obstacles (Box, Sphere, Cylinder; base frame).
+
+        names: how messages and the status name them, in order (the scene's names); those
+        left out are named by kind and place ('obstacle 2 (box)').
+        """
         self.obstacles, self._solver = tuple(obstacles), None
+        self.obstacle_names = tuple(names)[:len(self.obstacles)]
 
     def change_model(self, settings: Settings, now: float,
                      command_joints: Sequence[str] = ()) -> Update:

@@ -33,14 +33,19 @@ The proof is conservative advancement: a point of a link moves at most sum |dq_i
 along the straight joint motion dq, R_i the farthest any surface of the link can be from
 joint i moving it (link lengths and capsules, any configuration; 1 for a prismatic joint),
 so its distance to an obstacle falls at most that; two links' distance changes only with
-the joints that move one of them and not the other. The largest of these bounds over the
-checked pairs bounds the clearance's fall. Far from everything (beyond the slowdown and
-FAR), the clearance before minus that bound is a lower bound of the next one, so a
-command is checked only once the bound comes that near.
-From a checked point with clearance c the motion is clear for (c - floor) / bound of its
-length; the next check starts there, at most MAX_CHECKS per command. A command the checks
-cannot take to its end stops at the farthest proven point: a collision stop, the one case
-where the command slows down faster than the acceleration limit (as MoveIt Servo halts).
+the joints that move one of them and not the other. So each row (a moving link against
+every obstacle, a self pair) falls at most its rate times |dq|. A measured check (the
+anchor) keeps a lower bound of every row's distance: exact for the pairs within HORIZON
+of the closest, the broad phase's ball bound for the others. A command whose two ends are
+both at least the margin by the anchor's bounds needs no measurement: along the straight
+motion between two configurations the bound from one anchor stays above the smaller end's
+(|q - anchor| is at most the ends' weighted mean, and the bound is linear in it). Else
+the motion is measured: from a measured point each row stays above the motion's floor
+for (d - floor) / rate of the motion; the next check starts at the least of these, or the
+command's end is proven by them, at most MAX_CHECKS checks per command. A command the
+checks cannot take to its end stops at the farthest proven point: a collision stop, the
+one case where the command slows down faster than the acceleration limit (as MoveIt Servo
+halts).
 
 Slowing down keeps those stops rare: within collision_slowdown_distance D of the margin,
 the joints whose motion lowers the clearance (dc/dq_i * v_i < 0, from the closest pair's
@@ -50,8 +55,10 @@ acceleration limit, before using up the room c - m by the same bound. Joints tha
 away or along keep their speed, but for one cap on every joint close to the margin: the
 next command's motion stays within what PROVEN_CHECKS checks can prove from the room left
 (else it would end in a collision stop). The limiter brakes to the caps at the
-acceleration limit. With nothing to check (no obstacles, self-collision off) nothing here
-runs: the stream is exactly as without it.
+acceleration limit. c is the last command's bound from the anchor while it has lost at
+most REFRESH of the room c - m since, else measured; the points are the anchor's. With
+nothing to check (no obstacles, self-collision off) nothing here runs: the stream is
+exactly as without it.
 """
 
 from __future__ import annotations
@@ -60,6 +67,9 @@ from dataclasses import dataclass
 import math
 from typing import TYPE_CHECKING
 
+from fabrik_ros.collision.closest import closest_points
+from fabrik_ros.collision.nearest import pair_bodies, pair_bounds
+from fabrik_ros.collision.shapes import Scene
 from fabrik_ros.ik.collisions import Collisions
 from fabrik_ros.jog import JogStatus
 from fabrik_ros.motion import braking_speed
@@ -71,20 +81,26 @@ if TYPE_CHECKING:  # the controller hands itself in: no import circle at run tim
 ESCAPE_DIP = 0.0005     # m: how far the motion between commands may dip below its start
 MAX_CHECKS = 8          # clearance checks along one command's motion
 PROVEN_CHECKS = 6       # the slowdown keeps a command's motion provable in this many
-FAR = 0.05              # m beyond the margin: at least this far, commands skip the check
+HORIZON = 0.02          # m beyond the closest pair: pairs measured exactly for later bounds
+REFRESH = 0.5           # share of the room a slowdown may take from a bound before a check
 
 
 @dataclass
 class _Check:
-    """The clearance at one configuration: distance, pair (indices), FK frames."""
+    """The clearance at one configuration: measured, or a lower bound from the anchor."""
 
     q: np.ndarray
-    distance: float
-    first: int          # body index, -1: nothing checked
+    distance: float     # metres: exact, or a lower bound
+    first: int          # body index, -1: nothing checked (a bound: the anchor's pair)
     second: int         # body index, or bodies + obstacle index
-    world: np.ndarray | None
-    gradient: np.ndarray | None = None  # dc/dq, computed when first needed
-    exact: bool = True  # False: distance is a lower bound (far from everything), no pair
+    world: np.ndarray | None = None     # measured: the FK frames
+    rows: np.ndarray | None = None      # measured: a lower bound of each row's distance
+    pairs: np.ndarray | None = None     # measured: a lower bound of each pair's distance
+    worn: float = 0.0   # measured: how far its bounds fell since the balls' (at most)
+    pair: int = -1                      # measured: the closest pair (CheckRows.pairs)
+    points: list | None = None          # measured: the placed points (nearest.bounds)
+    gradient: list[float] | None = None  # dc/dq, computed when first needed
+    exact: bool = True  # False: distance is a lower bound
 
 
 class StreamCollision:
@@ -100,8 +116,12 @@ class StreamCollision:
         self.clearance = math.inf   # m, at the last command (a lower bound unless exact)
         self.exact = True
         self.pair = ('', '')        # its closest pair's names
-        self._last: _Check | None = None
-        self._approaching: np.ndarray | None = None  # joints the slowdown caps
+        self._last: _Check | None = None     # the last command's: the anchor or a bound from it
+        self._anchor: _Check | None = None   # the measured check later bounds start from
+        self._approaching: list[bool] = []  # joints the slowdown caps
+        self._gradient_check: _Check | None = None   # the last measured check with dc/dq
+        self._limits: tuple = (None, None)  # the motion limits and period _bounded_speed is of
+        self._bounded_speed = False
 
     def update(self, controller: IkController) -> bool:
         """Follow the controller's settings and obstacles; return whether anything is checked."""
@@ -110,21 +130,21 @@ class StreamCollision:
         key = self._key   # the objects themselves: an id may be reused once one is freed
         if key is not None and key[0] is settings and key[1] is obstacles:
             return self.active
-        self._key, self._last = (settings, obstacles), None
+        self._key, self._last, self._anchor = (settings, obstacles), None, None
+        self._gradient_check = None
         self.state, self.clearance, self.pair = '', math.inf, ('', '')
         collisions = Collisions(settings.chain, settings.collision_margin,
                                 None if settings.self_collision else False)
-        collisions.set_obstacles(list(obstacles))
+        collisions.set_obstacles(Scene(obstacles, controller.obstacle_names))
         self.active = collisions.active
         self._collisions = collisions if self.active else None
         if self.active:
             self._margin = collisions.margin
             self._slowdown = settings.collision_slowdown_distance
-            # Beyond the slowdown (and FAR) a lower bound of the clearance is all a command
-            # needs: it is not checked again until the bound comes that near.
-            self._far = self._margin + max(self._slowdown, FAR)
             self._model, self._scene = collisions.model, collisions.scene
-            self._kinematics = _Kinematics(settings.chain, self._model, len(self._scene) > 0)
+            self._rows = self._model.check_rows(self._scene)
+            self._kinematics = _Kinematics(settings.chain, self._model, self._rows,
+                                           len(self._scene) > 0)
         return self.active
 
     # ---- the slowdown ---------------------------------------------------------------
@@ -142,35 +162,61 @@ class StreamCollision:
         goes (joints at rest there count as moving toward it).
         """
         check = self._check(position)
-        if not check.distance - self._margin < self._slowdown:
-            return None     # a lower bound will do
-        check = self._exact(check)
         room = check.distance - self._margin
+        if not room < self._slowdown:
+            return None     # a lower bound will do
+        if not check.exact and not self._anchor.distance - check.distance <= REFRESH * room:
+            check = self._exact(check)
+            room = check.distance - self._margin
         if check.first < 0:
             return None
-        gradient = self._gradient(check)
-        direction = velocity if heading is None else np.where(velocity != 0.0, velocity,
-                                                              heading - position)
-        approaching = gradient * direction < 0.0
-        provable = self._provable(velocity, limits, dt, max(room, ESCAPE_DIP))
-        if not approaching.any() and provable is None:
+        # Six numbers a joint: plain floats cost less than numpy's per-call overhead.
+        speeds = velocity.tolist()
+        direction = speeds if heading is None else [
+            v if v != 0.0 else h - p
+            for v, h, p in zip(speeds, heading.tolist(), position.tolist())]
+        approaching = [g * d < 0.0 for g, d in zip(self._gradient(room), direction)]
+        provable = self._provable(speeds, limits, dt, max(room, ESCAPE_DIP))
+        count = sum(approaching)
+        if not count and provable is None:
             return None
         self.state, self._approaching = 'slowed', approaching
         cap = np.full(len(position), np.inf) if provable is None else provable
-        if not approaching.any():
+        if not count:
             return np.ones(len(position)), cap
         fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
             else 0.0    # no slowdown distance: inside the margin, nothing approaches
         # Each approaching joint may use up its share of the room by the motion bound.
-        spend = self._kinematics.reach * approaching.sum()
-        with np.errstate(divide='ignore'):
-            budget = np.where(spend > 0.0, max(room, 0.0) / spend, np.inf)
-        stopping = np.where(np.isinf(budget), np.inf, braking_speed(
-            np.where(np.isinf(budget), 0.0, budget), limits.max_acceleration, dt))
-        return (np.where(approaching, fraction, 1.0),
-                np.where(approaching, np.minimum(stopping, cap), cap))
+        share = max(room, 0.0) / count
+        approaching_mask = np.array(approaching)
+        if self._stops_within(share, speeds, approaching, dt):
+            return np.where(approaching_mask, fraction, 1.0), cap
+        stopping = self._kinematics.stopping(share, limits, dt)
+        return (np.where(approaching_mask, fraction, 1.0),
+                np.where(approaching_mask, np.minimum(stopping, cap), cap))
 
-    def _provable(self, velocity: np.ndarray, limits: object, dt: float, room: float
+    def _stops_within(self, share: float, speeds: list[float], approaching: list[bool],
+                      dt: float) -> bool:
+        """
+        Return whether every approaching joint stops within its share from any speed it reaches.
+
+        A joint at speed s stops within s dt + s^2 / 2a (this step, then at most the
+        continuous braking distance); within one step it gets no faster than |v| + a dt.
+        So where its share of the room by the bound holds that from |v| + 2 a dt, its
+        stopping speed is above what the limiter can reach and the cap could not bind (a
+        jogger's acceleration in force after a narrowed limit: up to twice it). The caps
+        are the slowdown's; the proof does not rely on them.
+        """
+        for v, go, (step, _), accel, reach in zip(speeds, approaching, self._speed_tops,
+                                                  self._accelerations, self._kinematics.reaches):
+            if go:
+                fastest = abs(v) + 2.0 * step
+                if not (reach > 0.0 and accel < math.inf
+                        and share / reach >= fastest * dt + fastest * fastest / (2.0 * accel)):
+                    return False
+        return True
+
+    def _provable(self, velocity: list[float], limits: object, dt: float, room: float
                   ) -> np.ndarray | None:
         """
         Return speed caps under which the next command's motion bound stays provable.
@@ -179,20 +225,31 @@ class StreamCollision:
         bound each, so the next step's fastest motion (a speed-up at the acceleration limit
         included) is held to PROVEN_CHECKS of them; None when it is within that anyway.
         """
-        with np.errstate(invalid='ignore'):
-            speeds = np.minimum(np.abs(velocity) + limits.max_acceleration * dt,
-                                limits.max_velocity)
-        if not np.all(np.isfinite(speeds)):
+        known, period = self._limits    # unlimited: nothing caps what the bound needs
+        if known is not limits or period != dt:
+            self._limits = (limits, dt)
+            self._bounded_speed = bool(np.all(np.isfinite(limits.max_velocity)
+                                              | np.isfinite(limits.max_acceleration)))
+            self._speed_tops = list(zip((limits.max_acceleration * dt).tolist(),
+                                        limits.max_velocity.tolist()))
+            self._accelerations = limits.max_acceleration.tolist()
+        if not self._bounded_speed:
             return None
+        speeds = np.array([min(abs(v) + step, top)
+                           for v, (step, top) in zip(velocity, self._speed_tops)])
         needed = self._kinematics.rate(speeds * dt)
         allowed = PROVEN_CHECKS * room
         return None if needed <= allowed else speeds * (allowed / needed)
 
     def settle(self, previous: np.ndarray, position: np.ndarray) -> None:
-        """Call a slowdown that let no approaching joint move a halt (for the status)."""
-        if self.state == 'slowed' and not np.any(
-                np.abs(position - previous)[self._approaching] > 1e-9):
+        """Call a slowdown that let no approaching joint move a halt; at rest, measured."""
+        if self.state != 'slowed':
+            return
+        moved = [abs(a - b) > 1e-9 for a, b in zip(position.tolist(), previous.tolist())]
+        if not any(m and a for m, a in zip(moved, self._approaching)):
             self.state = 'halted'
+            if not any(moved):   # at rest (or creeping to it): measured once
+                self._report(self._exact(self._last))
 
     def describe(self) -> str:
         """Say why the stream is slowed or halted, naming the pair ('' when clear)."""
@@ -200,7 +257,8 @@ class StreamCollision:
             return ''
         first, second = self.pair
         return (f'{self.state} by a collision check: {first} and {second} '
-                f'{self.clearance:.4f} m apart (collision_margin {self._margin} m)')
+                f"{'' if self.exact else 'at least '}{self.clearance:.4f} m apart "
+                f'(collision_margin {self._margin} m)')
 
     # ---- the rule -------------------------------------------------------------------
 
@@ -212,32 +270,41 @@ class StreamCollision:
         if not np.any(delta):
             self._report(start)
             return proposed
-        bound = self._kinematics.rate(delta)  # m of clearance per unit of the motion
-        if start.distance - bound >= self._far:  # far from everything, and stays so
-            self._last = _Check(proposed.copy(), start.distance - bound, -1, -1, None,
-                                exact=False)
-            self._report(self._last)
+        end = self._bound(proposed)
+        # Both ends at least the margin by the anchor's bounds: so is the motion between.
+        if min(start.distance, end.distance) >= self._margin:
+            self._last = end
+            self._report(end)
             return proposed
         start = self._exact(start)
         floor = min(self._margin, start.distance)        # of the command
         dip = min(self._margin, start.distance - ESCAPE_DIP)  # of the motion
-        best, best_t = start, 0.0
-        t, distance = 0.0, start.distance
+        rates = self._kinematics.rows @ np.abs(delta)    # each row's fall per unit of t
+        moving = rates > 0.0    # a row no joint moves keeps its distance, at least c0
+        check, t = start, 0.0
+        best, best_t, anchor = start, 0.0, start
         for _ in range(MAX_CHECKS):
-            room = distance - dip
-            if not room > 0.0:
+            # From check, every row keeps above dip along this share of the motion.
+            reach = float(np.min((check.rows[moving] - dip) / rates[moving], initial=np.inf))
+            if not reach > 0.0:
                 break
-            t = 1.0 if bound * (1.0 - t) <= room else t + room / bound
-            check = self._evaluate(proposed if t == 1.0 else previous + t * delta)
-            closer = check.distance < distance
-            distance = check.distance
-            if distance >= floor:
-                best, best_t = check, t
+            if t + reach >= 1.0:
+                lowest = float(np.min(check.rows - rates * (1.0 - t)))
+                if lowest >= floor:     # the rest and the end proven from check
+                    best, best_t, anchor = _Check(proposed.copy(), lowest, check.first,
+                                                  check.second, exact=False), 1.0, check
+                    break
+            t = min(t + reach, 1.0)
+            following = self._evaluate(proposed if t == 1.0 else previous + t * delta)
+            closer = following.distance < check.distance
+            check = following
+            if check.distance >= floor:
+                best, best_t, anchor = check, t, check
             elif closer:
                 break   # heading in below the floor: no farther point will be sent
             if t == 1.0:
                 break
-        self._last = best
+        self._last, self._anchor = best, anchor
         self._report(best)
         if best_t == 1.0:
             return proposed
@@ -252,9 +319,9 @@ class StreamCollision:
         self.pair = self._names(check)
 
     def _exact(self, check: _Check) -> _Check:
-        """Return check itself, or an evaluation at its q where it only bounds the clearance."""
+        """Return check itself, or a measurement at its q where it only bounds the clearance."""
         if not check.exact:
-            check = self._last = self._evaluate(check.q)
+            check = self._last = self._anchor = self._evaluate(check.q)
         return check
 
     def _names(self, check: _Check) -> tuple[str, str]:
@@ -266,34 +333,85 @@ class StreamCollision:
         return names[check.first], other
 
     def _check(self, q: np.ndarray) -> _Check:
-        """Return the check of q: the last command's when it is q, else a new one."""
+        """Return the check of q: the last command's when it is q, else a measurement."""
         last = self._last
-        if last is not None and np.array_equal(last.q, q):
+        if last is not None and last.q.tobytes() == q.tobytes():
             return last
-        self._last = self._evaluate(q)
+        self._last = self._anchor = self._evaluate(q)
         return self._last
 
-    def _evaluate(self, q: np.ndarray) -> _Check:
-        world = self._kinematics.chain.world_frames(q)
-        distance, first, second = self._model.nearest(world, self._scene)
-        return _Check(np.array(q, dtype=float), float(distance), int(first), int(second),
-                      world)
+    def _bound(self, q: np.ndarray) -> _Check:
+        """
+        Return a lower bound of the clearance at q from the anchor (a measured check).
 
-    def _gradient(self, check: _Check) -> np.ndarray:
-        """Return dc/dq of the closest pair at check (zero where its normal is undefined)."""
-        if check.gradient is None:
-            points = self._model.clearance(check.world, self._scene).points
-            check.gradient = self._kinematics.gradient(check, points,
-                                                       len(self._model.names))
-        return check.gradient
+        Each row's distance falls at most its rate times |q - anchor.q| along the straight
+        motion to q. So along any motion whose ends are bounded from the same anchor the
+        clearance stays above the smaller end's bound: |p - anchor.q| is at most the ends'
+        mean, weighted as p lies between them, and the bound is linear in it.
+        """
+        anchor = self._anchor
+        fall = self._kinematics.rows @ np.abs(q - anchor.q)
+        return _Check(q.copy(), float((anchor.rows - fall).min()), anchor.first, anchor.second,
+                      exact=False)
+
+    def _evaluate(self, q: np.ndarray) -> _Check:
+        """
+        Return the measured check of q, with each row's and pair's bound for later commands.
+
+        The pairs are bounded from the anchor's (their rows' fall since) while those have
+        fallen at most HORIZON since the balls bounded them, else by the balls again.
+        """
+        kinematics, anchor = self._kinematics, self._anchor
+        world = kinematics.chain.world_frames(q)
+        lower, worn = None, 0.0
+        if anchor is not None:
+            fall = kinematics.rows @ np.abs(q - anchor.q)
+            worn = anchor.worn + float(fall.max())
+            if worn <= HORIZON:
+                lower = anchor.pairs - fall.take(kinematics.row_of_pair)
+            else:
+                worn = 0.0
+        distance, pair, points, lower = pair_bounds(self._rows, world, HORIZON, lower)
+        first, second = pair_bodies(self._rows, pair)
+        return _Check(np.array(q, dtype=float), float(distance), first, second, world,
+                      kinematics.row_bounds(lower), lower, worn, pair, points)
+
+    def _gradient(self, room: float) -> list[float]:
+        """
+        Return dc/dq of the anchor's closest pair (zero where it has no normal).
+
+        The last one measured serves while its pair is the anchor's and the motion since
+        has lost at most REFRESH of the room by the bound: it only sorts the joints into
+        those that approach and the others, which the proof does not rely on.
+        """
+        anchor, last = self._anchor, self._gradient_check
+        if last is anchor:
+            return last.gradient
+        if last is not None and last.pair == anchor.pair and (
+                self._kinematics.rate(anchor.q - last.q) <= REFRESH * room):
+            return last.gradient
+        if anchor.gradient is None:
+            found = closest_points(self._rows, anchor.points, anchor.pair)
+            if found is None:   # a segment through a box: the batched kernel's points
+                points = self._model.clearance(anchor.world, self._scene).points
+                inward = anchor.distance < 0.0  # surface points: their gap turns inside
+            else:   # the axes' points: their gap points out, inside or not
+                points, inward = np.array(found[1:3]), False
+            anchor.gradient = self._kinematics.gradient(anchor, points, inward,
+                                                        len(self._model.names)).tolist()
+        self._gradient_check = anchor
+        return anchor.gradient
 
 
 class _Kinematics:
     """A chain's joint reaches (the motion bound) and the closest pair's gradient."""
 
-    def __init__(self, chain: object, model: object, obstacles: bool) -> None:
+    def __init__(self, chain: object, model: object, check_rows: object, obstacles: bool
+                 ) -> None:
         """
-        Bound, per checked pair and coordinate, how fast the pair's distance can fall.
+        Bound, per checked row and coordinate, how fast the row's distance can fall.
+
+        A row: a moving link against every obstacle, or a self pair (rows in that order).
 
         A link against an obstacle: every joint that moves the link, at its reach to it. Two
         links: the joints that move one of them but not the other; a joint moving both
@@ -308,7 +426,6 @@ class _Kinematics:
         for index, joint in enumerate(joints):
             moves[index + 1] = moves[joint.parent + 1]
             moves[index + 1, index] = True
-        self.moves = moves
         length = np.array([np.linalg.norm(joint.origin_xyz) + (
             max(abs(joint.lower), abs(joint.upper)) if joint.prismatic else 0.0)
             for joint in joints])
@@ -332,37 +449,74 @@ class _Kinematics:
         coupling = np.zeros((count, chain.dof))
         coupling[np.arange(count), chain.coordinate_of_joint] = (
             chain.multipliers if chain.coupled else 1.0)
-        self.coupling = coupling
+        # joint rates to coordinate rates (None: one joint per coordinate, in order)
+        self.coupling = None if np.array_equal(coupling, np.eye(count)) else coupling
+        self.any_prismatic = bool(self.prismatic.any())
+        self.body_moves = moves[self.body_frames].astype(float)  # body -> joints moving it
         # Per checked row (a link and the obstacles, a self pair) and coordinate.
         self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
             else np.zeros((1, chain.dof))
         self.reach = self.rows.max(axis=0)  # per coordinate, over every pair
+        self.reaches = self.reach.tolist()
+        # The check's pairs (CheckRows.pairs: self pairs, then links against obstacles)
+        # grouped by row, for each row's least bound.
+        moving = {body: row for row, body in enumerate(model.moving.tolist())}
+        first_self = len(moving) if obstacles else 0
+        row_of = np.array([first_self + index if kind == 0 else moving[body]
+                           for index, (kind, body, _) in enumerate(check_rows.pairs)], dtype=int)
+        self._unbounded = bool(np.any(self.reach <= 0.0))   # a coordinate moving no row
+        self.row_of_pair = row_of
+        self._pair_order = np.argsort(row_of, kind='stable')
+        self._row_starts = np.searchsorted(row_of[self._pair_order], np.arange(len(self.rows)))
+        self._row_count = len(self.rows)
+
+    def row_bounds(self, pair_bounds: np.ndarray) -> np.ndarray:
+        """Return each row's least pair bound (inf for a row without pairs)."""
+        if not len(pair_bounds):
+            return np.full(self._row_count, np.inf)
+        return np.minimum.reduceat(pair_bounds.take(self._pair_order), self._row_starts)
+
+    def stopping(self, share: float, limits: object, dt: float) -> np.ndarray:
+        """Return per coordinate the speed from which it stops within `share` m by the bound."""
+        if not self._unbounded:
+            return braking_speed(share / self.reach, limits.max_acceleration, dt)
+        with np.errstate(divide='ignore'):
+            budget = np.where(self.reach > 0.0, share / self.reach, np.inf)
+        return np.where(np.isinf(budget), np.inf, braking_speed(
+            np.where(np.isinf(budget), 0.0, budget), limits.max_acceleration, dt))
 
     def rate(self, delta: np.ndarray) -> float:
         """Return how far (m) the clearance may fall along the joint motion delta."""
-        return float(np.max(self.rows @ np.abs(delta)))
+        return float((self.rows @ np.abs(delta)).max())
 
-    def gradient(self, check: _Check, points: np.ndarray, bodies: int) -> np.ndarray:
-        """Return dc/dq from the closest pair's surface points (2, 3), base frame."""
+    def gradient(self, check: _Check, points: np.ndarray, inward: bool, bodies: int
+                 ) -> np.ndarray:
+        """
+        Return dc/dq from the closest pair's points (2, 3), base frame.
+
+        The points: on the links' axes, or on their surfaces (inward: their gap points
+        into the other body). Either gives the same normal speeds: a body's points on one
+        normal move alike along it.
+        """
         gap = points[1] - points[0]
-        length = float(np.linalg.norm(gap))
+        length = math.sqrt(float(gap @ gap))
         if not length > 1e-12:
             return np.zeros(self.chain.dof)
-        normal = gap / length * (1.0 if check.distance >= 0.0 else -1.0)
+        x, y, z = (gap / length * (-1.0 if inward else 1.0)).tolist()
         world = check.world
         axes = np.einsum('nij,nj->ni', world[1:, :3, :3], self.axes_local)
         origins = world[1:, :3, 3]
-        # normal . (axis x (point - origin)) = (point - origin) . (normal x axis)
-        turn, slide = np.cross(normal, axes), axes @ normal
-
-        def along(point: np.ndarray, body: int) -> np.ndarray:
-            """Return how fast a point fixed on `body` moves along the normal, per joint."""
-            speed = np.where(self.prismatic, slide, ((point - origins) * turn).sum(axis=1))
-            return speed * self.moves[self.body_frames[body]]
-        rate = -along(points[0], check.first)
+        # normal . (axis x (point - origin)) = point . turn - origin . turn, turn the
+        # normal x axis: one product per point, the origins' part shared.
+        turn = axes @ np.array([[0.0, z, -y], [-z, 0.0, x], [y, -x, 0.0]])
+        offset = np.einsum('ij,ij->i', origins, turn)
+        speeds = turn @ points.T - offset[:, None]      # (joints, 2)
+        if self.any_prismatic:
+            speeds[self.prismatic] = (axes[self.prismatic] @ np.array([x, y, z]))[:, None]
+        rate = -speeds[:, 0] * self.body_moves[check.first]
         if check.second < bodies:
-            rate += along(points[1], check.second)
-        return rate @ self.coupling
+            rate += speeds[:, 1] * self.body_moves[check.second]
+        return rate if self.coupling is None else rate @ self.coupling
 
 
 def guarded_step(controller: IkController, now: float) -> np.ndarray:

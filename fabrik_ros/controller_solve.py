@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from fabrik_ros.collision.shapes import Scene
 from fabrik_ros.controller_status import miss_text
 from fabrik_ros.controller_types import target_orientations, target_positions, Update
 import numpy as np
@@ -76,7 +77,8 @@ def solve(controller: IkController, now: float) -> Update:
     if controller._solver is None:
         controller._solver = settings.solver()
         if settings.root == 'pinned':   # a free root's obstacles would slide with its base
-            controller._solver.set_obstacles(controller.obstacles)
+            controller._solver.set_obstacles(Scene(controller.obstacles,
+                                                   controller.obstacle_names))
     targets = target_positions(controller.targets)
     orientations = None  # position-only: the solve exactly as without orientations
     if settings.orientation_mode != 'position' and any(

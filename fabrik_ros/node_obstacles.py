@@ -127,6 +127,10 @@ class NodeObstacles:
         """Return every obstacle in the base frame: the scene's, then ~/obstacles'."""
         return [*self.scene.values(), *self.obstacles.values()]
 
+    def names(self) -> list[str]:
+        """Return held()'s names: the scene's parameter names, then markers' 'ns/id'."""
+        return [*self.scene, *(f'{ns}/{marker_id}' for ns, marker_id in self.obstacles)]
+
     def apply(self, controller: IkController | None) -> None:
         """Hand the obstacles to controller (a new one: after a model change)."""
         if controller is None:
@@ -136,7 +140,7 @@ class NodeObstacles:
             chain = controller.settings.chain
             with suppress(ChainError):  # unreadable geometry: the solver says why
                 chain.clearance(chain.neutral())
-        controller.set_obstacles(held)
+        controller.set_obstacles(held, self.names())
 
     def markers(self, frame_id: str, stamp: Time) -> list[Marker]:
         """Return the obstacles held as markers in `frame_id` (the controller's frame)."""

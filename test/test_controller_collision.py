@@ -278,16 +278,28 @@ def test_a_stream_toward_a_clear_answer_stops_at_the_margin_and_says_why(slowdow
     assert status.values['stream_closest_pair'] == 'seg2_pitch_link - obstacle 0 (sphere)'
 
 
+def test_the_status_names_an_obstacle_by_its_scene_name():
+    """Obstacles handed over with names (the node's scene, markers' ns/id) go by them."""
+    controller = streaming([])
+    controller.set_obstacles(IN_THE_SWEEP, ['pillar'])
+    controller.on_target(0, Target(BEYOND_IT), 0.0)
+    ticks(controller, 150)
+    status = controller.status(1.5, 1.0)
+    assert status.message.startswith('stream halted by a collision check: seg2_pitch_link '
+                                     'and pillar ')
+    assert status.values['stream_closest_pair'] == 'seg2_pitch_link - pillar'
+
+
 def test_slowing_down_in_time_keeps_the_acceleration_limit():
     """With the slowdown, the arm brakes to the margin within its limits: no collision stop."""
     controller = streaming(IN_THE_SWEEP)
     controller.on_target(0, Target(BEYOND_IT), 0.0)
     stops = []
-    for k in range(150):
+    for k in range(200):
         controller.tick(DT * (k + 1))
         stops.append(controller.collision.cut)
     assert not any(stops)
-    path = ticks(controller, 1, 1.5)
+    path = ticks(controller, 1, 2.0)
     assert np.array_equal(path[0], path[1])  # standing at the margin
 
 

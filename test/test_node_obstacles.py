@@ -192,6 +192,7 @@ def test_topic_obstacles_come_and_go_beside_the_scene(make_node):
     sphere.pose.position.x = 0.5
     node._obstacles._on_markers(MarkerArray(markers=[sphere]))
     assert [type(o) for o in node._controller.obstacles] == [Box, Sphere]
+    assert node._controller.obstacle_names == ('table', 'sensor/3')  # messages name them
     assert [m.type for m in shown(node)] == [Marker.CUBE, Marker.SPHERE]
     node._obstacles._on_markers(MarkerArray(markers=[Marker(action=Marker.DELETEALL)]))
     assert [type(o) for o in node._controller.obstacles] == [Box]  # the scene stays

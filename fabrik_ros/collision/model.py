@@ -259,6 +259,10 @@ class CollisionModel:
             cached = self._last_scene = (key, Scene(obstacles))
         return cached[1]
 
+    def check_rows(self, obstacles: Scene | Sequence[Obstacle]) -> CheckRows:
+        """Return the hot check's bounds and pairs against obstacles (nearest.CheckRows)."""
+        return self._rows(self.scene(obstacles))
+
     def _rows(self, scene: Scene) -> CheckRows:
         """Return the bounds and exact pairs against `scene`, kept while the scene lives."""
         rows = self._rows_of.get(scene)

@@ -102,9 +102,16 @@ class CheckRows:
         for column, (row, xyz, w) in enumerate(points):
             frame = 4 * int(model.body_frames[row])
             self.local[frame:frame + 3, column], self.local[frame + 3, column] = xyz, w
+        self.segment_local = self.local[:, self.balls:].copy()  # the starts, directions
         self._boxes(model, scene, body_balls, radii[:self.balls])
         self.any = bool(len(self.pairs))
         self.entry_pairs = np.array(self.entry_pair, dtype=int)
+        # Each pair's entries that count (not a base body's against a box), side by side,
+        # so that one reduce bounds every pair (pair_bounds).
+        counted = np.flatnonzero(np.isfinite(self.offsets))
+        self.pair_entries = counted[np.argsort(self.entry_pairs[counted], kind='stable')]
+        self.pair_starts = np.searchsorted(self.entry_pairs[self.pair_entries],
+                                           np.arange(len(self.pairs)))
         self._exact_constants(model, scene)
 
     def _boxes(self, model: CollisionModel, scene: Scene, body_balls: list,
@@ -197,11 +204,16 @@ def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
     if not rows.any:
         return _INF, -1, -1
     best, pair, _ = nearest_pair(rows, world)
+    return (best, *pair_bodies(rows, pair))
+
+
+def pair_bodies(rows: CheckRows, pair: int) -> tuple[int, int]:
+    """Return a pair's body and the other: a body, or bodies + obstacle index."""
     kind, body, other = rows.pairs[pair]
     if kind == 0:
-        return best, body, other
-    return best, body, rows.bodies + (rows.round_index[other] if kind == 1
-                                      else rows.box_index[other])
+        return body, other
+    return body, rows.bodies + (rows.round_index[other] if kind == 1
+                                else rows.box_index[other])
 
 
 def nearest_pair(rows: CheckRows, world: np.ndarray) -> tuple[float, int, list]:
@@ -228,6 +240,38 @@ def nearest_pair(rows: CheckRows, world: np.ndarray) -> tuple[float, int, list]:
                 if distance < best:
                     best, best_pair = distance, pair
     return best, best_pair, points
+
+
+def pair_bounds(rows: CheckRows, world: np.ndarray, horizon: float,
+                lower: np.ndarray | None = None) -> tuple[float, int, list, np.ndarray]:
+    """
+    Return nearest_pair's distance, pair and points, and a lower bound of every pair.
+
+    The bounds (rows.pairs' order, metres): the pair's exact distance where its bound is
+    below the smallest distance plus `horizon` (measured, from the smallest bound on),
+    else its bound. The bounds measured from: `lower` (each pair's, from what the caller
+    knows), else the balls'. Needs a pair to check (rows.any).
+    """
+    if lower is None:
+        flat, points = bounds(rows, world)
+        lower = np.minimum.reduceat(flat.take(rows.pair_entries), rows.pair_starts)
+    else:
+        points = world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(
+            rows.segment_local)[:3].tolist()
+    first = best_pair = int(lower.argmin())
+    best = exact(rows, points, first)
+    measured = {first: best}
+    candidates = (lower < best + horizon).nonzero()[0]
+    for bound, pair in sorted(zip(lower[candidates].tolist(), candidates.tolist())):
+        if bound >= best + horizon:
+            break
+        if pair != first:
+            distance = measured[pair] = exact(rows, points, pair)
+            if distance < best:
+                best, best_pair = distance, pair
+    pairs = list(measured)
+    lower[pairs] = np.maximum(lower[pairs], list(measured.values()))
+    return best, best_pair, points, lower
 
 
 def clear_of(model: CollisionModel, rows: CheckRows, world: np.ndarray,

@@ -117,9 +117,15 @@ class Scene:
     kernels take where it is larger; a box is its inverse pose and half sizes.
     """
 
-    def __init__(self, obstacles: Sequence[Obstacle] = ()) -> None:
-        """Stack the obstacles; raise TypeError naming one that is not a primitive."""
+    def __init__(self, obstacles: Sequence[Obstacle] = (), names: Sequence[str] = ()) -> None:
+        """
+        Stack the obstacles; raise TypeError naming one that is not a primitive.
+
+        names: how results name them (the scene's names), in order; those left out are
+        named by their kind and place.
+        """
         self.obstacles = tuple(obstacles)
+        self.names = tuple(names)
         starts, ends, radii, round_index = [], [], [], []
         box_inverse, half_sizes, box_index = [], [], []
         for index, obstacle in enumerate(self.obstacles):
@@ -167,5 +173,7 @@ class Scene:
         return len(self.obstacles)
 
     def name(self, index: int) -> str:
-        """Return how results name obstacle `index`: its kind and place in the list."""
+        """Return how results name obstacle `index`: its name, else its kind and place."""
+        if index < len(self.names):
+            return self.names[index]
         return f'obstacle {index} ({type(self.obstacles[index]).__name__.lower()})'
