@@ -233,7 +233,7 @@ def _angles_at(arm: OffsetElbow, target: tuple[Vector, ...], last: float,
     best, distance = None, math.inf
     moved7 = (last - seed[6]) ** 2
     for t4 in _sinusoid_roots(-a, -b, c - squared):
-        f4 = _fit(t4, seed[3], lower[3], upper[3])
+        f4 = _within(t4, seed[3], lower[3], upper[3])
         if f4 is None:
             continue
         c4, s4 = math.cos(t4), math.sin(t4)
@@ -258,12 +258,6 @@ def _angles_at(arm: OffsetElbow, target: tuple[Vector, ...], last: float,
                 best = first[0] + [f4, *found[0], last]
                 distance = moved + found[1] + first[1]
     return (best, distance) if best is not None else None
-
-
-def _fit(angle: float, seed: float, lower: float, upper: float) -> float | None:
-    """Return angle plus whole turns within [lower, upper], nearest the seed (as _within)."""
-    value = seed + math.remainder(angle - seed, _TWO_PI)
-    return value if lower <= value <= upper else _within(angle, seed, lower, upper)
 
 
 def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
@@ -294,7 +288,7 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
     norm = math.hypot(cosine, sine)
     if norm < 1e-12:
         return None
-    t5 = _fit(math.atan2(sine, cosine), seed[4], lower[4], upper[4])
+    t5 = _within(math.atan2(sine, cosine), seed[4], lower[4], upper[4])
     if t5 is None:
         return None
     x, y, z = across
@@ -310,8 +304,8 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
     x, y, z = (x * c5 - (ay * z - az * y) * s5 + ax * along,
                y * c5 - (az * x - ax * z) * s5 + ay * along,
                z * c5 - (ax * y - ay * x) * s5 + az * along)
-    t6 = _fit(math.atan2(g2x * x + g2y * y + g2z * z, g1x * x + g1y * y + g1z * z),
-              seed[5], lower[5], upper[5])
+    t6 = _within(math.atan2(g2x * x + g2y * y + g2z * z, g1x * x + g1y * y + g1z * z),
+                 seed[5], lower[5], upper[5])
     if t6 is None:
         return None
     return [t5, t6], (t5 - seed[4]) ** 2 + (t6 - seed[5]) ** 2
@@ -351,14 +345,14 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
     for side in ((gamma, -gamma) if gamma else (gamma,)):
         zx, zy, zz = mx + side * nx, my + side * ny, mz + side * nz
         x, y = e1x * zx + e1y * zy + e1z * zz, e2x * zx + e2y * zy + e2z * zz
-        t2 = _fit(math.atan2(y, x), s2, lower[1], upper[1])
+        t2 = _within(math.atan2(y, x), s2, lower[1], upper[1])
         if t2 is None:
             continue
         # a1's turn carries z onto q: their parts across a1.
-        t1 = _fit(math.atan2(ax * (zy * qz - zz * qy) + ay * (zz * qx - zx * qz)
-                             + az * (zx * qy - zy * qx),
-                             zx * qx + zy * qy + zz * qz - (ax * zx + ay * zy + az * zz) * aq),
-                  s1, lower[0], upper[0])
+        t1 = _within(math.atan2(ax * (zy * qz - zz * qy) + ay * (zz * qx - zx * qz)
+                                + az * (zx * qy - zy * qx),
+                                zx * qx + zy * qy + zz * qz - (ax * zx + ay * zy + az * zz) * aq),
+                     s1, lower[0], upper[0])
         moved = (t2 - s2) ** 2
         if t1 is None or moved + (t1 - s1) ** 2 >= distance:
             continue
@@ -368,7 +362,7 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
         vx, vy, vz = (ax * c2 + nx * sine2 + bx * cosine * (1.0 - c2),
                       ay * c2 + ny * sine2 + by * cosine * (1.0 - c2),
                       az * c2 + nz * sine2 + bz * cosine * (1.0 - c2))
-        t3 = _fit(math.atan2(
+        t3 = _within(math.atan2(
             cx * (yy * vz - yz * vy) + cy * (yz * vx - yx * vz) + cz * (yx * vy - yy * vx),
             yx * vx + yy * vy + yz * vz - y_along * (cx * vx + cy * vy + cz * vz)),
             s3, lower[2], upper[2])

@@ -183,6 +183,8 @@ def _within(angle: float, seed: float, lower: float, upper: float) -> float | No
     An angle past a limit by rounding (_ROUNDING) is put on it.
     """
     nearest = seed + math.remainder(angle - seed, _TWO_PI)
+    if lower <= nearest <= upper:   # the common case, first: as the loop would return it
+        return nearest
     # Else the next nearest: a turn the other way from the seed.
     for value in (nearest, nearest - _TWO_PI if nearest > seed else nearest + _TWO_PI):
         if lower - _ROUNDING <= value <= upper + _ROUNDING:
@@ -330,8 +332,17 @@ def turned_back(axes: Sequence[tuple[float, float, float]], angles: Sequence[flo
     a row compose in this order whatever the joints' offsets).
     """
     turned = list(vectors)
-    for axis, angle in zip(axes, angles):
-        turned = [_turned(axis, -angle, v) for v in turned]
+    for (ax, ay, az), angle in zip(axes, angles):
+        # _turned's Rodrigues, its cosine and sine once per joint.
+        c, s = math.cos(-angle), math.sin(-angle)
+        ones = 1.0 - c
+        moved = []
+        for x, y, z in turned:
+            along = (ax * x + ay * y + az * z) * ones
+            moved.append((x * c + (ay * z - az * y) * s + ax * along,
+                          y * c + (az * x - ax * z) * s + ay * along,
+                          z * c + (ax * y - ay * x) * s + az * along))
+        turned = moved
     return turned
 
 
