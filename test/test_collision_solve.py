@@ -28,7 +28,7 @@ from fabrik_ros.chain import Chain
 from fabrik_ros.collision import Box, Cylinder, Scene, Sphere
 from fabrik_ros.ik import IkSolver
 from fabrik_ros.model.rotations import quaternion_from_rotation
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 import numpy as np
 import pytest
 from test_collision import _reference_rows, COAL_TOLERANCE, obstacles, robots
@@ -200,3 +200,35 @@ def test_where_the_first_answer_collides_another_branch_is_found_clear():
         assert result.reached
         assert result.clearance >= MARGIN
         assert chain.clearance(result.q, scene) == pytest.approx(result.clearance)
+
+
+@pytest.fixture(scope='module')
+def ur5e() -> Chain:
+    from test_collision_descriptions import ur5e_with_gripper
+    return ur5e_with_gripper()
+
+
+@settings(max_examples=60, deadline=None)
+@given(angles=st.lists(st.floats(-np.pi, np.pi), min_size=12, max_size=12))
+def test_the_searched_branches_are_every_exact_solution_nearest_the_seed_first(ur5e, angles):
+    from fabrik_ros.ik.branches import offset_wrist_solutions
+    from fabrik_ros.ik.wrist import offset_wrist_angles
+    chain = ur5e
+    solver = IkSolver(chain, self_collision=False)
+    arm, limits = solver._split.arm, solver.limits
+    q, seed = np.array(angles[:6]), angles[6:]
+    assume(abs(np.sin(q[2])) > 0.05 and abs(np.sin(q[4])) > 0.05)     # off the singularities
+    pose = chain.tip_pose(q)
+    solutions = offset_wrist_solutions(arm, pose[:3, 3], pose[:3, :3].ravel(), seed,
+                                       limits.lower, limits.upper)
+    for solution in solutions:
+        assert np.allclose(chain.tip_pose(solution), pose, atol=1e-9)
+        assert np.all(chain.lower <= solution) and np.all(solution <= chain.upper)
+    moved = [sum((a - s) ** 2 for a, s in zip(solution, seed)) for solution in solutions]
+    assert moved == sorted(moved)
+    nearest = offset_wrist_angles(arm, pose[:3, 3], pose[:3, :3].ravel(), seed, limits.lower,
+                                  limits.upper)
+    assert nearest == pytest.approx(solutions[0], abs=1e-9)
+    turns = [np.remainder(np.array(solution) - q + np.pi, 2 * np.pi) - np.pi
+             for solution in solutions]
+    assert min(np.abs(turn).max() for turn in turns) < 1e-6     # q's own branch among them

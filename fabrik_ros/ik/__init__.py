@@ -52,8 +52,8 @@ heuristic's constant), rotations, validation, linalg, limits, points, writer, ke
 sweep, layout, model (the point model), passes (FABRIK's tip-to-root pass), orientations,
 objective, result, groups, closing (the closing and Newton steps), attempt (one pass of a
 solve), wrist (closed forms), splits (the wrist splits), tracking, restarts, workspace,
-inputs, collisions (the check of every answer, the search for a clear one) and solver
-(IkSolver, the orchestrator).
+inputs, branches (every exact solution of a closed form), collisions (the check of every
+answer, the search for a clear one) and solver (IkSolver, the orchestrator).
 """
 
 from .result import IkResult

@@ -21,11 +21,13 @@ collision_margin clear is returned exactly as found. Otherwise the search runs
 constrained closing steps: damped least squares on the target's error, with the distance
 of every pair near the margin kept above it as a linearised inequality (its gradient from
 the pair's closest points), a step accepted only if the new pose is clearer (while in
-collision) or clear and closer (once clear). They start from the answer and the seed,
-then from the answers of solves from the restart seeds (other branches). The clear pose
-with the smallest error wins and is reached only if within the tolerances; a target
-reachable only in collision ends at that compromise, not reached. With no clear pose
-found the clearest is returned, not reached.
+collision) or clear and closer (once clear). Where the answer reached its target, other
+branches come first: an arm of the UR family's exact solutions in closed form, nearest the
+seed first, the first clear one the answer (none clear: the pose has no clear answer); other
+arms solve from the restart seeds. Closing steps then start from the answer and the seed.
+The clear pose with the smallest error wins and is reached only if within the tolerances;
+a target reachable only in collision ends at that compromise, not reached. With no clear
+pose found the clearest is returned, not reached.
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ from fabrik_ros.chain import ChainError
 from fabrik_ros.collision import CollisionModel, Obstacle, Scene
 import numpy as np
 
+from .branches import offset_wrist_solutions
 from .result import IkResult
 from .rotations import _rotation_error
 from .tuning import HELD_WEIGHT
+from .wrist import OffsetWrist
 
 if TYPE_CHECKING:   # the solver imports this module
     from .solver import IkSolver
@@ -392,7 +396,7 @@ class _Search:
         found = []
         if self.task.redundant:     # the answer's own branch has room to move clear
             found.append(self._close(self.answer.q, CLOSING_STEPS))
-        if other_branches:
+        if other_branches and not self._exact_branches(found):
             self._other_branches(found)
         if not self._done(found):
             starts = [self.problem.seed] + ([] if self.task.redundant else [self.answer.q])
@@ -406,6 +410,22 @@ class _Search:
         best = (min(clear, key=lambda pose: (not pose.met, pose.objective)) if clear
                 else max(found, key=lambda pose: pose.clearance))
         return self._result(best)
+
+    def _exact_branches(self, found: list[_Pose]) -> bool:
+        """Add the first clear exact solution (see the module); False: no closed form."""
+        arm, problem = getattr(self.solver._split, 'arm', None), self.problem
+        if not isinstance(arm, OffsetWrist) or problem.rotations is None:
+            return False
+        limits, answer = self.solver.limits, self.answer.q.tolist()
+        for q in offset_wrist_solutions(arm, problem.targets[0], problem.rotations[0],
+                                        problem.seed.tolist(), limits.lower, limits.upper):
+            if self._late():
+                break
+            if max(abs(a - b) for a, b in zip(q, answer)) > 1e-9 and self.model.is_clear(
+                    self.solver.chain.world_frames(q), self.collisions.scene, self.margin):
+                found.append(self._evaluate(np.array(q))[0])
+                break
+        return True
 
     def _other_branches(self, found: list[_Pose]) -> None:
         """Add the answers of solves from clear seeds until one is clear and reached."""
