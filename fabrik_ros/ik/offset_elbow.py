@@ -36,8 +36,8 @@ from typing import Iterator, NamedTuple, Sequence
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
-from .wrist import (_CENTRE_OFF, _cross, _dot, _meeting, _PARALLEL, _sinusoid_roots,
-                    _TWO_PI, _within, serial_revolute, Shoulder, spherical_shoulder)
+from .subproblems import _cross, _dot, _sinusoid_roots, _TWO_PI, _within
+from .wrist import _CENTRE_OFF, _meeting, _PARALLEL, serial_revolute, Shoulder, spherical_shoulder
 
 _NARROW = 1e-9          # |sin|^2 below this: two directions too near parallel to fix a frame
 

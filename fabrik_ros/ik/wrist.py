@@ -38,10 +38,11 @@ from typing import NamedTuple, Sequence
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
-_TWO_PI = 2.0 * math.pi
+from .subproblems import (_apply, _carry, _cross, _dot, _nearer, _nearest, _sinusoid_roots,
+                          _turn_angle, _turned, _within)
+
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
 _CENTRE_OFF = 1e-3      # of the tolerance: axes passing this close to one point meet there
-_ROUNDING = 1e-9        # radians: a closed form's angle this far past a limit is on it
 
 
 class WristSplit(NamedTuple):
@@ -136,99 +137,6 @@ def wrist_pointing(axes: Sequence[tuple[float, float, float]], along: Sequence[f
     for t1, t2 in _carry(a1, a2, _turned(a3, t3, along), toward):
         best, distance = _nearer((t1, t2, t3), seed, lower, upper, best, distance)
     return best
-
-
-def _carry(a1: Sequence[float], a2: Sequence[float], p: Sequence[float], q: Sequence[float]
-           ) -> list[tuple[float, float]]:
-    """
-    Return the angle pairs (t1, t2) with exp(a1 t1) exp(a2 t2) p = q (Paden-Kahan 2).
-
-    a1, a2: unit axes through one point, not parallel; p, q: unit directions. a2's turn
-    takes p to a point z, a1's takes z to q: none, one or two of them.
-    """
-    cosine = _dot(a1, a2)
-    nx, ny, nz = normal = _cross(a1, a2)
-    denominator = cosine * cosine - 1.0
-    alpha = (cosine * _dot(a2, p) - _dot(a1, q)) / denominator
-    beta = (cosine * _dot(a1, q) - _dot(a2, p)) / denominator
-    square = (1.0 - alpha * alpha - beta * beta - 2.0 * alpha * beta * cosine) \
-        / _dot(normal, normal)
-    if square < -1e-9:
-        return []
-    gamma = math.sqrt(max(square, 0.0))
-    middle = (alpha * a1[0] + beta * a2[0], alpha * a1[1] + beta * a2[1],
-              alpha * a1[2] + beta * a2[2])
-    pairs = []
-    for side in ((gamma, -gamma) if gamma else (gamma,)):
-        z = (middle[0] + side * nx, middle[1] + side * ny, middle[2] + side * nz)
-        pairs.append((_turn_angle(a1, z, q), _turn_angle(a2, p, z)))
-    return pairs
-
-
-def _nearer(angles: Sequence[float], seed: Sequence[float], lower: Sequence[float],
-            upper: Sequence[float], best: list[float] | None, distance: float
-            ) -> tuple[list[float] | None, float]:
-    """Return the angles (whole turns added to fit the limits) if nearer the seed than best."""
-    fitted = [_within(t, s, lo, hi) for t, s, lo, hi in zip(angles, seed, lower, upper)]
-    if None in fitted:
-        return best, distance
-    moved = sum((t - s) ** 2 for t, s in zip(fitted, seed))
-    return (fitted, moved) if moved < distance else (best, distance)
-
-
-def _within(angle: float, seed: float, lower: float, upper: float) -> float | None:
-    """
-    Return angle plus whole turns within [lower, upper], nearest the seed; None if none.
-
-    An angle past a limit by rounding (_ROUNDING) is put on it.
-    """
-    nearest = seed + math.remainder(angle - seed, _TWO_PI)
-    if lower <= nearest <= upper:   # the common case, first: as the loop would return it
-        return nearest
-    # Else the next nearest: a turn the other way from the seed.
-    for value in (nearest, nearest - _TWO_PI if nearest > seed else nearest + _TWO_PI):
-        if lower - _ROUNDING <= value <= upper + _ROUNDING:
-            return min(max(value, lower), upper)
-    return None
-
-
-def _turn_angle(axis: Sequence[float], start: Sequence[float], end: Sequence[float]) -> float:
-    """Return the angle about a unit axis that turns start toward end (subproblem 1)."""
-    ax, ay, az = axis
-    along = ax * start[0] + ay * start[1] + az * start[2]
-    ux, uy, uz = start[0] - along * ax, start[1] - along * ay, start[2] - along * az
-    along = ax * end[0] + ay * end[1] + az * end[2]
-    vx, vy, vz = end[0] - along * ax, end[1] - along * ay, end[2] - along * az
-    return math.atan2(ax * (uy * vz - uz * vy) + ay * (uz * vx - ux * vz)
-                      + az * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz)
-
-
-def _turned(axis: Sequence[float], angle: float, v: Sequence[float]
-            ) -> tuple[float, float, float]:
-    """Return v turned by angle about a unit axis (Rodrigues)."""
-    ax, ay, az = axis
-    x, y, z = v
-    c, s = math.cos(angle), math.sin(angle)
-    along = (ax * x + ay * y + az * z) * (1.0 - c)
-    return (x * c + (ay * z - az * y) * s + ax * along,
-            y * c + (az * x - ax * z) * s + ay * along,
-            z * c + (ax * y - ay * x) * s + az * along)
-
-
-def _apply(m: Sequence[float], v: Sequence[float]) -> tuple[float, float, float]:
-    """Return the row-major 3x3 matrix m applied to v."""
-    return (m[0] * v[0] + m[1] * v[1] + m[2] * v[2], m[3] * v[0] + m[4] * v[1] + m[5] * v[2],
-            m[6] * v[0] + m[7] * v[1] + m[8] * v[2])
-
-
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    """Return the dot product of two 3-vectors."""
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-def _cross(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
-    """Return the cross product of two 3-vectors."""
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 class Shoulder(NamedTuple):
@@ -531,34 +439,6 @@ def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
         branches.append((t1, t234, t5, t6, (gx - reach * fx, gy - reach * fy, gz - reach * fz)))
 
 
-def _nearest(solutions: list[tuple[float, ...]], seed: Sequence[float],
-             lower: Sequence[float], upper: Sequence[float], bound: float = math.inf
-             ) -> tuple[list[float], float] | None:
-    """
-    Return the solution nearest the seed within the limits (as _nearer), and its distance.
-
-    Each angle is turned by whole turns where that brings it inside the limits; None if
-    none fits, or none is nearer than bound (radians squared).
-    """
-    best, distance = None, bound
-    for angles in solutions:
-        fitted, moved = [], 0.0
-        for t, s, lo, hi in zip(angles, seed, lower, upper):
-            value = s + math.remainder(t - s, _TWO_PI)
-            if not lo - _ROUNDING <= value <= hi + _ROUNDING:
-                value = value - _TWO_PI if value > s else value + _TWO_PI
-                if not lo - _ROUNDING <= value <= hi + _ROUNDING:
-                    break
-            value = lo if value < lo else hi if value > hi else value
-            moved += (value - s) * (value - s)
-            if moved >= distance:
-                break
-            fitted.append(value)
-        else:
-            best, distance = fitted, moved
-    return (best, distance) if best is not None else None
-
-
 def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, float]]:
     """
     Return the (t2, t3) that bring the fourth axis's meeting point to `goal` across n.
@@ -578,15 +458,6 @@ def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, f
         rx, ry, rz = _turned(a3, t3, lever)
         pairs.append((_turn_angle(n, (px + rx, py + ry, pz + rz), goal), t3))
     return pairs
-
-
-def _sinusoid_roots(a: float, b: float, c: float) -> list[float]:
-    """Return angles t (radians, within a turn of 0) with a cos t + b sin t + c = 0: 0-2."""
-    r = math.hypot(a, b)
-    if r < 1e-12 or abs(c) > r * (1.0 + 1e-12):
-        return []
-    phase, spread = math.atan2(b, a), math.acos(max(-1.0, min(1.0, -c / r)))
-    return [phase + spread, phase - spread] if spread else [phase]
 
 
 def _meeting(p1: np.ndarray, a1: np.ndarray, p2: np.ndarray, a2: np.ndarray
