@@ -23,9 +23,9 @@ import math
 
 from fabrik_ros.chain import (Chain, Effector, Joint, rotation_about_axis, rotation_from_rpy)
 from fabrik_ros.ik import IkResult, IkSolver
-from fabrik_ros.ik.wrist import (offset_wrist, offset_wrist_angles, shoulder_angles,
-                                 spherical_shoulder, split_at_wrist, wrist_angles,
-                                 wrist_pointing)
+from fabrik_ros.ik.wrist import (nearest_wrist_angles, offset_wrist, offset_wrist_angles,
+                                 shoulder_angles, spherical_shoulder, spherical_wrist,
+                                 split_at_wrist, wrist_angles, wrist_pointing)
 from hypothesis import assume, given, settings, strategies as st
 import numpy as np
 import pytest
@@ -205,8 +205,7 @@ class TestWristAngles:
         turn = turn_of(axes, [real(-math.pi, math.pi) for _ in range(3)])
         seed = [real(-3.0, 3.0) for _ in range(3)]
         lower, upper = [-math.inf] * 3, [math.inf] * 3
-        angles = wrist_angles([tuple(a) for a in axes], turn.ravel().tolist(), seed, lower,
-                              upper)
+        angles = wrist_angles(spherical_wrist(axes), turn.ravel().tolist(), seed, lower, upper)
         np.testing.assert_allclose(turn_of(axes, angles), turn, atol=EXACT)
 
     @settings(max_examples=200, deadline=None)
@@ -218,7 +217,7 @@ class TestWristAngles:
         angles = [real(-math.pi, math.pi) for _ in range(3)]
         toward = turn_of(axes, angles) @ along
         seed = [real(-3.0, 3.0), real(-3.0, 3.0), angles[2]]
-        pointed = wrist_pointing([tuple(a) for a in axes], tuple(along), tuple(toward), seed,
+        pointed = wrist_pointing(spherical_wrist(axes), tuple(along), tuple(toward), seed,
                                  [-math.inf] * 3, [math.inf] * 3)
         np.testing.assert_allclose(turn_of(axes, pointed) @ along, toward, atol=EXACT)
         assert pointed[2] == seed[2]
@@ -229,17 +228,36 @@ class TestWristAngles:
         angles = [0.3, 0.8, -0.5]
         turn = turn_of([np.array(a) for a in axes], angles).ravel().tolist()
         wide = [-math.inf] * 3, [math.inf] * 3
-        assert wrist_angles(axes, turn, angles, *wide) == pytest.approx(angles)
+        wrist = spherical_wrist(axes)
+        assert wrist_angles(wrist, turn, angles, *wide) == pytest.approx(angles)
         flipped = [0.3 - math.pi, -0.8, -0.5 + math.pi]
-        assert wrist_angles(axes, turn, flipped, *wide) == pytest.approx(flipped)
+        assert wrist_angles(wrist, turn, flipped, *wide) == pytest.approx(flipped)
 
     def test_limits_pick_the_solution_within_them_or_refuse(self):
         axes = [(0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)]
         turn = turn_of([np.array(a) for a in axes], [0.3, 0.8, -0.5]).ravel().tolist()
         seed = [0.0, 0.0, 0.0]
-        bent_back = wrist_angles(axes, turn, seed, [-4.0, -2.0, -4.0], [4.0, 0.0, 4.0])
+        wrist = spherical_wrist(axes)
+        bent_back = wrist_angles(wrist, turn, seed, [-4.0, -2.0, -4.0], [4.0, 0.0, 4.0])
         assert bent_back == pytest.approx([0.3 - math.pi, -0.8, -0.5 + math.pi])
-        assert wrist_angles(axes, turn, seed, [-4.0, -0.5, -4.0], [4.0, 0.5, 4.0]) is None
+        assert wrist_angles(wrist, turn, seed, [-4.0, -0.5, -4.0], [4.0, 0.5, 4.0]) is None
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.data())
+    def test_a_bound_keeps_the_nearest_solution_below_it_and_refuses_the_rest(self, data):
+        real, _ = hypothesis_draws(data.draw)
+        axes = wrist_axes(real)
+        turn = turn_of(axes, [real(-math.pi, math.pi) for _ in range(3)]).ravel().tolist()
+        seed = [real(-3.0, 3.0) for _ in range(3)]
+        lower, upper = [real(-4.0, 0.0) for _ in range(3)], [real(0.0, 4.0) for _ in range(3)]
+        wrist = spherical_wrist(axes)
+        nearest = wrist_angles(wrist, turn, seed, lower, upper)
+        bound = real(0.0, 20.0)
+        found = nearest_wrist_angles(wrist, turn, seed, lower, upper, bound)
+        if nearest is None or sum((t - s) ** 2 for t, s in zip(nearest, seed)) >= bound:
+            assert found is None
+        else:
+            assert found == (nearest, sum((t - s) ** 2 for t, s in zip(nearest, seed)))
 
 
 class TestOffsetWrist:

@@ -21,7 +21,7 @@ The arm's sub-solver (the joints above the wrist) is handed in by the solver.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import math
 from typing import TYPE_CHECKING
 
@@ -35,9 +35,9 @@ from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _apply, _IDENTITY, _ORIGIN, _product, _transposed, _turn
 from .tuning import FREE_STEP, FREE_STEPS, WRIST_BRANCHES, WRIST_RESTARTS
-from .wrist import (offset_wrist, offset_wrist_angles, OffsetWrist, shoulder_angles,
-                    spherical_shoulder, split_at_wrist, turned_back, wrist_angles,
-                    wrist_pointing)
+from .wrist import (nearest_wrist_angles, offset_wrist, offset_wrist_angles, OffsetWrist,
+                    shoulder_angles, spherical_shoulder, spherical_wrist, split_at_wrist,
+                    turned_back, wrist_angles, wrist_pointing)
 
 if TYPE_CHECKING:
     from .solver import IkSolver
@@ -140,8 +140,8 @@ class _Wrist(_Split):
         super().__init__(solver)
         self.arm = arm              # the joints above the wrist, tipped at its centre
         self.centre = centre        # metres, the wrist centre in the tool frame
-        self.axes = axes            # the wrist's axes in the canonical frame of the joint
-        #                             above it, wrist at zero
+        self.wrist = spherical_wrist(axes)  # the wrist's axes in the canonical frame of the
+        #                             joint above it, wrist at zero
         self.zero = zero            # the tool frame in that frame, wrist at zero
         # A pointed tool ('axis'): its axis in the tool frame and in that frame.
         self.tool_axis = solver.tool_axes[0] if solver.orientation_modes[0] == 'axis' \
@@ -215,9 +215,9 @@ class _Wrist(_Split):
             q = arm.q.tolist()
             above = _transposed(tree.sweep(q + start.q[k:], _ORIGIN).frames[k - 1])
             #       (the frame of the joint above the wrist, which the wrist leaves put)
-            angles = wrist_angles(self.axes, _product(above, turn), start.q[k:], lower,
+            angles = wrist_angles(self.wrist, _product(above, turn), start.q[k:], lower,
                                   upper) if self.tool_axis is None else wrist_pointing(
-                self.axes, self.along, _apply(above, toward), start.q[k:], lower, upper)
+                self.wrist, self.along, _apply(above, toward), start.q[k:], lower, upper)
             if angles is not None:
                 return q + angles, counts, arm.fabrik_error
         return None, counts, math.nan
@@ -245,24 +245,24 @@ class _Wrist(_Split):
         for free in frees:
             best, distance = None, math.inf
             # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
-            for moved, q in sorted(
-                    (sum((t - s) ** 2 for t, s in zip(q, seed)), q) for q in shoulder_angles(
-                        self.shoulder, centre, free, seed[:k], lower[:k], upper[:k])):
+            for moved, q in sorted((_squared(q, seed), q) for q in shoulder_angles(
+                    self.shoulder, centre, free, seed[:k], lower[:k], upper[:k])):
                 if moved >= distance:
                     break
                 # The wrist's turn in the frame of the joint above it (see pose_angles).
                 if self.tool_axis is None:
                     c0, c1, c2 = turned_back(self.shoulder.arm, q, columns)
-                    angles = wrist_angles(self.axes, _product(self.above_zero, (
+                    found = nearest_wrist_angles(self.wrist, _product(self.above_zero, (
                         c0[0], c1[0], c2[0], c0[1], c1[1], c2[1], c0[2], c1[2], c2[2])),
-                        wrist_seed, wrist_lower, wrist_upper)
-                else:
-                    angles = wrist_pointing(
-                        self.axes, self.along, _apply(self.above_zero, turned_back(
-                            self.shoulder.arm, q, [aim])[0]), wrist_seed, wrist_lower,
-                        wrist_upper)
+                        wrist_seed, wrist_lower, wrist_upper, distance - moved)
+                    if found is not None and moved + found[1] < distance:
+                        best, distance = q + found[0], moved + found[1]
+                    continue
+                angles = wrist_pointing(
+                    self.wrist, self.along, _apply(self.above_zero, turned_back(
+                        self.shoulder.arm, q, [aim])[0]), wrist_seed, wrist_lower, wrist_upper)
                 if angles is not None:
-                    moved += sum((t - s) ** 2 for t, s in zip(angles, wrist_seed))
+                    moved += _squared(angles, wrist_seed)
                     if moved < distance:
                         best, distance = q + angles, moved
             if best is not None:
@@ -326,3 +326,8 @@ class _OffsetElbow(_Split):
         """Return the closed form's angles; see _Split.pose_angles."""
         return (swept_angles(self.arm, goal, rotation, start.q, self.lower, self.upper,
                              FREE_STEP, FREE_STEPS), [0, 0, 0], math.nan)
+
+
+def _squared(angles: Sequence[float], seed: Sequence[float]) -> float:
+    """Return the squared distance (radians squared) of joint angles from the seed's."""
+    return sum((t - s) ** 2 for t, s in zip(angles, seed))

@@ -24,37 +24,56 @@ a joint's limits nearest its seed. Units: radians; rotations are row-major 9-tup
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 _TWO_PI = 2.0 * math.pi
 _ROUNDING = 1e-9        # radians: a closed form's angle this far past a limit is on it
 
 
-def _carry(a1: Sequence[float], a2: Sequence[float], p: Sequence[float], q: Sequence[float]
+class AxisPair(NamedTuple):
+    """Two unit axes through one point, not parallel, with subproblem 2's constants of them."""
+
+    first: tuple[float, float, float]
+    second: tuple[float, float, float]
+    cosine: float                       # first . second
+    normal: tuple[float, float, float]  # first x second
+    denominator: float                  # cosine^2 - 1
+    normal_square: float                # |normal|^2
+
+
+def axis_pair(a1: Sequence[float], a2: Sequence[float]) -> AxisPair:
+    """Return the pair of unit axes a1, a2 (not parallel) with _carry's constants."""
+    cosine = _dot(a1, a2)
+    normal = _cross(a1, a2)
+    return AxisPair(tuple(a1), tuple(a2), cosine, normal, cosine * cosine - 1.0,
+                    _dot(normal, normal))
+
+
+def _carry(pair: AxisPair, p: Sequence[float], q: Sequence[float]
            ) -> list[tuple[float, float]]:
     """
     Return the angle pairs (t1, t2) with exp(a1 t1) exp(a2 t2) p = q (Paden-Kahan 2).
 
-    a1, a2: unit axes through one point, not parallel; p, q: unit directions. a2's turn
-    takes p to a point z, a1's takes z to q: none, one or two of them.
+    pair: the axes a1, a2; p, q: unit directions. a2's turn takes p to a point z, a1's
+    takes z to q: none, one or two of them.
     """
-    cosine = _dot(a1, a2)
-    nx, ny, nz = normal = _cross(a1, a2)
-    denominator = cosine * cosine - 1.0
-    alpha = (cosine * _dot(a2, p) - _dot(a1, q)) / denominator
-    beta = (cosine * _dot(a1, q) - _dot(a2, p)) / denominator
-    square = (1.0 - alpha * alpha - beta * beta - 2.0 * alpha * beta * cosine) \
-        / _dot(normal, normal)
+    a1, a2, cosine, (nx, ny, nz), denominator, normal_square = pair
+    along_p = a2[0] * p[0] + a2[1] * p[1] + a2[2] * p[2]
+    along_q = a1[0] * q[0] + a1[1] * q[1] + a1[2] * q[2]
+    alpha = (cosine * along_p - along_q) / denominator
+    beta = (cosine * along_q - along_p) / denominator
+    square = (1.0 - alpha * alpha - beta * beta - 2.0 * alpha * beta * cosine) / normal_square
     if square < -1e-9:
         return []
     gamma = math.sqrt(max(square, 0.0))
-    middle = (alpha * a1[0] + beta * a2[0], alpha * a1[1] + beta * a2[1],
-              alpha * a1[2] + beta * a2[2])
-    pairs = []
-    for side in ((gamma, -gamma) if gamma else (gamma,)):
-        z = (middle[0] + side * nx, middle[1] + side * ny, middle[2] + side * nz)
-        pairs.append((_turn_angle(a1, z, q), _turn_angle(a2, p, z)))
-    return pairs
+    mx, my, mz = (alpha * a1[0] + beta * a2[0], alpha * a1[1] + beta * a2[1],
+                  alpha * a1[2] + beta * a2[2])
+    z = (mx + gamma * nx, my + gamma * ny, mz + gamma * nz)
+    if not gamma:
+        return [(_turn_angle(a1, z, q), _turn_angle(a2, p, z))]
+    other = (mx - gamma * nx, my - gamma * ny, mz - gamma * nz)
+    return [(_turn_angle(a1, z, q), _turn_angle(a2, p, z)),
+            (_turn_angle(a1, other, q), _turn_angle(a2, p, other))]
 
 
 def _nearer(angles: Sequence[float], seed: Sequence[float], lower: Sequence[float],

@@ -39,7 +39,7 @@ from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
 from .subproblems import (_apply, _carry, _cross, _dot, _nearer, _nearest, _sinusoid_roots,
-                          _turn_angle, _turned, _within)
+                          _turn_angle, _turned, _within, axis_pair, AxisPair)
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
 _CENTRE_OFF = 1e-3      # of the tolerance: axes passing this close to one point meet there
@@ -95,46 +95,82 @@ def split_at_wrist(chain: Chain, tolerance: float,
     return WristSplit(arm, tuple(local.tolist()))
 
 
-def wrist_angles(axes: Sequence[tuple[float, float, float]], turn: Sequence[float],
-                 seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
-                 ) -> list[float] | None:
+class SphericalWrist(NamedTuple):
+    """A spherical wrist's three unit axes in one frame, with its closed form's constants."""
+
+    pair: AxisPair                      # the first two axes (not parallel)
+    third: tuple[float, float, float]   # the third axis
+    across: tuple[float, float, float]  # a direction across the third axis
+
+
+def spherical_wrist(axes: Sequence[Sequence[float]]) -> SphericalWrist:
+    """Return the wrist of three unit axes a1, a2, a3 through one point, a1 and a2 not parallel."""
+    a1, a2, a3 = (tuple(float(x) for x in axis) for axis in axes)
+    return SphericalWrist(axis_pair(a1, a2), a3,
+                          _cross(a3, (1.0, 0.0, 0.0) if abs(a3[0]) < 0.9 else (0.0, 1.0, 0.0)))
+
+
+def wrist_angles(wrist: SphericalWrist, turn: Sequence[float], seed: Sequence[float],
+                 lower: Sequence[float], upper: Sequence[float]) -> list[float] | None:
     """
     Return the angles t with exp(a1 t1) exp(a2 t2) exp(a3 t3) = turn, within the limits.
 
-    axes: three unit axes a1, a2, a3 through one point, in one frame, a1 and a2 not
-    parallel; turn: the rotation they must make there. Of the two solutions (the middle
-    joint bent either way) within the limits, each angle turned by whole turns where that
-    brings it inside them, the one nearest the seed; None if neither fits (or the turn is
-    beyond the wrist: axes not at right angles).
+    turn: the rotation the wrist's axes must make, in their frame. Of the two solutions
+    (the middle joint bent either way) within the limits, each angle turned by whole turns
+    where that brings it inside them, the one nearest the seed; None if neither fits (or
+    the turn is beyond the wrist: axes not at right angles).
     """
-    a1, a2, a3 = axes
+    found = nearest_wrist_angles(wrist, turn, seed, lower, upper, math.inf)
+    return found[0] if found is not None else None
+
+
+def nearest_wrist_angles(wrist: SphericalWrist, turn: Sequence[float], seed: Sequence[float],
+                         lower: Sequence[float], upper: Sequence[float], bound: float
+                         ) -> tuple[list[float], float] | None:
+    """
+    Return wrist_angles' answer and its squared distance from the seed, if below bound.
+
+    None where no solution fits the limits nearer than bound (radians squared): a branch
+    whose first two angles are already that far from the seed skips its third.
+    """
+    pair, a3, across = wrist
+    a1, a2 = pair.first, pair.second
     # a3's own turn leaves a3 put: a1's and a2's carry it onto turn @ a3 (subproblem 2),
     # then a3's turns any direction across it the rest of the way (subproblem 1), which is
     # turn @ across turned back about a1 and a2.
-    across = _cross(a3, (1.0, 0.0, 0.0) if abs(a3[0]) < 0.9 else (0.0, 1.0, 0.0))
     carried = _apply(turn, across)
-    best, distance = None, math.inf
-    for t1, t2 in _carry(a1, a2, a3, _apply(turn, a3)):
-        t3 = _turn_angle(a3, across, _turned(a2, -t2, _turned(a1, -t1, carried)))
-        best, distance = _nearer((t1, t2, t3), seed, lower, upper, best, distance)
-    return best
+    best, distance = None, bound
+    s1, s2, s3 = seed
+    for t1, t2 in _carry(pair, a3, _apply(turn, a3)):
+        f1, f2 = _within(t1, s1, lower[0], upper[0]), _within(t2, s2, lower[1], upper[1])
+        if f1 is None or f2 is None:
+            continue
+        moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
+        if moved >= distance:
+            continue
+        f3 = _within(_turn_angle(a3, across, _turned(a2, -t2, _turned(a1, -t1, carried))),
+                     s3, lower[2], upper[2])
+        if f3 is not None:
+            moved += (f3 - s3) ** 2
+            if moved < distance:
+                best, distance = [f1, f2, f3], moved
+    return (best, distance) if best is not None else None
 
 
-def wrist_pointing(axes: Sequence[tuple[float, float, float]], along: Sequence[float],
-                   toward: Sequence[float], seed: Sequence[float], lower: Sequence[float],
-                   upper: Sequence[float]) -> list[float] | None:
+def wrist_pointing(wrist: SphericalWrist, along: Sequence[float], toward: Sequence[float],
+                   seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
+                   ) -> list[float] | None:
     """
     Return wrist angles that turn the direction `along` onto `toward`, the last at its seed.
 
     A tool axis pointed with its roll free: the third joint keeps its seed angle (its turn
     is the roll when `along` lies on a3), the first two carry the direction there
     (subproblem 2), the solution nearest the seed within the limits; None if neither fits.
-    axes, seed, limits: as wrist_angles; along, toward: unit directions in the axes' frame.
+    seed, limits: as wrist_angles; along, toward: unit directions in the axes' frame.
     """
-    a1, a2, a3 = axes
     t3 = seed[2]
     best, distance = None, math.inf
-    for t1, t2 in _carry(a1, a2, _turned(a3, t3, along), toward):
+    for t1, t2 in _carry(wrist.pair, _turned(wrist.third, t3, along), toward):
         best, distance = _nearer((t1, t2, t3), seed, lower, upper, best, distance)
     return best
 
@@ -156,6 +192,7 @@ class Shoulder(NamedTuple):
     elbow: tuple[tuple[float, float, float], tuple[float, float, float]]  # axis, a point
     lever: tuple[float, float, float]   # the tip from the elbow's point
     sinusoid: tuple[float, float, float]  # |tip - S|^2 = c - a cos t - b sin t: (a, b, c)
+    pair: AxisPair                      # the first two axes
 
 
 def spherical_shoulder(arm: Chain, tolerance: float) -> Shoulder | None:
@@ -192,7 +229,8 @@ def spherical_shoulder(arm: Chain, tolerance: float) -> Shoulder | None:
     return Shoulder(arm_axes[:-1], arm_axes, tuple(float(x) for x in point),
                     (tuple(float(x) for x in elbow), tuple(float(x) for x in at)),
                     tuple(float(x) for x in lever),
-                    (a, b, float(v @ v + lever @ lever + 2.0 * v @ along)))
+                    (a, b, float(v @ v + lever @ lever + 2.0 * v @ along)),
+                    axis_pair(*arm_axes[:2]))
 
 
 def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None,
@@ -214,7 +252,6 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     toward = (dx * scale, dy * scale, dz * scale)
     a, b, c = shoulder.sinusoid
     (elbow, (ex, ey, ez)), lever = shoulder.elbow, shoulder.lever
-    a1, a2 = shoulder.axes[:2]
     found = []
     for te in _sinusoid_roots(-a, -b, c - squared):
         lx, ly, lz = _turned(elbow, te, lever)
@@ -223,7 +260,7 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
             p = _turned(shoulder.axes[2], free, p)
         norm = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
         p = (p[0] / norm, p[1] / norm, p[2] / norm)
-        for t1, t2 in _carry(a1, a2, p, toward):
+        for t1, t2 in _carry(shoulder.pair, p, toward):
             angles = (t1, t2, te) if free is None else (t1, t2, free, te)
             fitted = [_within(t, s, lo, hi) for t, s, lo, hi in zip(angles, seed, lower, upper)]
             if None not in fitted:
@@ -293,6 +330,7 @@ class OffsetWrist(NamedTuple):
     offset: tuple[float, float, float]  # the third axis from the second, across n
     planar: tuple[float, float, float]  # offset . lever, offset . (a3 x lever), and
     #                                     |offset|^2 + |lever|^2 (see _planar_pair)
+    pair: AxisPair                      # the parallel axes' direction and the fifth axis
 
 
 def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
@@ -339,7 +377,8 @@ def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
         (float(axes[0] @ parallel), float((points[0] - meet) @ parallel)),
         floats(points[0] - points[1]), lever, offset,
         (_dot(offset, lever), _dot(offset, _cross(floats(axes[2]), lever)),
-         _dot(offset, offset) + _dot(lever, lever)))
+         _dot(offset, offset) + _dot(lever, lever)),
+        axis_pair(floats(parallel), floats(axes[4])))
 
 
 def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: Sequence[float],
@@ -431,7 +470,7 @@ def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
     gy = b3 * wx + b4 * wy + b5 * wz + sy
     gz = b6 * wx + b7 * wy + b8 * wz + sz
     reach = arm.reach
-    for t234, t5 in _carry(n, fifth, sixth, _apply(turn, sixth)):
+    for t234, t5 in _carry(arm.pair, sixth, _apply(turn, sixth)):
         t6 = _turn_angle(sixth, across, _turned(fifth, -t5, _turned(n, -t234, carried)))
         # The fourth axis meets the fifth where the fifth, turned, leads back from the
         # corner; the shoulder and elbow bring it there (see _planar_pair).
