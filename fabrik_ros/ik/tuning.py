@@ -71,6 +71,8 @@ STOP_RETRIES = 2        # out of reach: retries from random seeds while a root s
 
 # docs/solver.md, Heuristics: Tracking fast path
 TRACK_STEPS = 3         # closing steps the lean tracking path takes before the full solve's
+
+# docs/solver.md, Heuristics: Tracking starts ahead on a fast track
 MOMENTUM = 0.8          # share of the last tracked move a fast-tracked solve starts ahead by
 
 # docs/solver.md, Heuristics: Confirming restarts, Tracking keeps its branch
