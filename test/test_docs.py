@@ -321,3 +321,15 @@ def test_shipped_configs_build_their_robots() -> None:
         if path.parent.name == 'config':
             assert chain_from_parameters(parameters, REPO) is not None, path
         assert all(declared(name) for name in parameters), path
+
+
+def test_every_node_parameter_has_a_row_with_its_default() -> None:
+    """docs/ik_node.md's parameter tables list each parameter ik_node declares, default too."""
+    rows = dict(re.findall(r'^\| `([a-z_]+)` \| ([^|]*) \|',
+                           (REPO / 'docs' / 'ik_node.md').read_text(), re.MULTILINE))
+    missing = [name for name in NODE_PARAMETERS if name not in rows]
+    assert not missing, f'parameters without a row in docs/ik_node.md: {missing}'
+    for name, (default, _) in NODE_PARAMETERS.items():
+        if isinstance(default, float):
+            written = rows[name].strip().strip('`')
+            assert float(written) == default, f'{name}: documented {written}, declared {default}'
