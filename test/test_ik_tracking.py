@@ -245,6 +245,18 @@ class TestStartsAheadOnAFastTrack:
         # A move's share along the self-motion would carry on from move to move.
         assert_tracks_from_its_seeds(*problem, oriented=True)
 
+    def test_after_a_move_larger_than_the_most_a_solve_starts_at_its_seed(self, monkeypatch):
+        # (Every move of the swing is larger than a bound of 1 mrad.)
+        monkeypatch.setattr(tracking_module, 'MOMENTUM_MOST', 1e-3)
+        arm = demo_arm()
+        solver, reference = IkSolver(arm), IkSolver(arm)
+        q = fast_path(arm)[0]
+        for goal in fast_path(arm)[1:8]:
+            target, options = arm.tip_position(goal), orientation_of(arm, goal)
+            result = solver.solve(target, q, **options)
+            assert_same_answer(result, reference.solve(target, q.copy(), trace=True, **options))
+            q = result.q
+
     def test_a_seed_other_than_the_last_answer_starts_at_the_seed(self):
         arm = demo_arm()
         solver = IkSolver(arm)

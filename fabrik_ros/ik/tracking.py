@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import math
-from operator import le
+from operator import le, sub
 
 from .limits import _clamped, JointLimits
 from .linalg import _NOT_POSITIVE_DEFINITE, _pushed
@@ -35,8 +35,8 @@ from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _ORIGIN
 from .tuning import (DAMPING_FLOOR, DAMPING_MAX, DAMPING_MIN, DAMPING_START, EXPLORE_STALL,
-                     MOMENTUM, POSE_DAMPING_FLOOR, POSE_STALL, STALL, STALL_RELATIVE,
-                     TRACK_STEPS)
+                     MOMENTUM, MOMENTUM_MOST, POSE_DAMPING_FLOOR, POSE_STALL, STALL,
+                     STALL_RELATIVE, TRACK_STEPS)
 
 
 class _Tracking:
@@ -65,16 +65,21 @@ class _Tracking:
         A seed that is the last answer of a fast-tracked move (_note_move) starts MOMENTUM
         of that move further on, clipped into the limits: a target streamed from a moving
         arm lies about as far on again, and a start near it needs one closing step where
-        the seed needs two. None for any other seed, or where the lean path from there gives
-        up: the solve then goes on from the seed exactly as without a start ahead.
+        the seed needs two. None for any other seed, after a move of some joint by more than
+        MOMENTUM_MOST (near a singularity joints swing: carried on, a swing could cross into
+        another branch), or where the lean path from there gives up: the solve then goes on
+        from the seed exactly as without a start ahead.
         """
         move = self._move
         if move is None or move[0] is not tree or seeded is not self._last[1] \
                 or move[2] != seeded.q:
             return None
+        moved = list(map(sub, seeded.q, move[1]))
+        if max(map(abs, moved)) > MOMENTUM_MOST:
+            return None
         limits = self.limits
-        start = tree.sweep([min(max(q + MOMENTUM * (q - before), lo), hi) for q, before, lo, hi
-                            in zip(seeded.q, move[1], limits.lower, limits.upper)], _ORIGIN)
+        start = tree.sweep([min(max(q + MOMENTUM * change, lo), hi) for q, change, lo, hi
+                            in zip(seeded.q, moved, limits.lower, limits.upper)], _ORIGIN)
         tracked = self._track(tree, start, targets, rotations, orientations, deadline)
         if tracked is not None:
             self._move = (tree, seeded.q, self._last[1].q)
