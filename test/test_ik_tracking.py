@@ -28,7 +28,7 @@ import math
 from fabrik_ros.chain import quaternion_from_rotation
 from fabrik_ros.ik import IkResult, IkSolver
 from fabrik_ros.ik import solver as solver_module, tracking as tracking_module
-from fabrik_ros.ik.tuning import TRACK_STEPS
+from fabrik_ros.ik.tuning import MOMENTUM, TRACK_STEPS
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
@@ -50,10 +50,10 @@ def assert_same_answer(lean: IkResult, full: IkResult) -> None:
 
 
 @st.composite
-def tracking_problems(draw):
-    """Draw a chain (6 or 7 joints), a seed, and a target pose a small joint move away."""
+def tracking_problems(draw, min_joints: int = 6):
+    """Draw a chain (min_joints to 7 joints), a seed, and a target pose a small move away."""
     real, integer = hypothesis_draws(draw)
-    chain = random_serial_chain(real, integer, min_joints=6)
+    chain = random_serial_chain(real, integer, min_joints=min_joints)
     seed = random_pose(chain, real)
     move = np.array([real(-1.0, 1.0) for _ in range(chain.dof)]) * draw(
         st.sampled_from([1e-3, 1e-2, 5e-2]))
@@ -180,3 +180,91 @@ class TestTakesTheLeanPath:
             arm.tip_position(seed + 0.003), seed)
         assert result.timed_out and result.iterations == 0
         np.testing.assert_array_equal(result.q, seed)
+
+
+def fast_path(arm, steps: int = 40) -> list[np.ndarray]:
+    """Return joint vectors of a fast swing: every joint 0.25 rad about mid-range."""
+    middle = pose_in_limits(arm, [0.4, 0.6, 0.3, 0.5, 0.6, 0.5])
+    return [middle + 0.25 * np.sin(2.0 * math.pi * k / 100.0 * np.arange(1, arm.dof + 1))
+            for k in range(steps)]
+
+
+def orientation_of(arm, q: np.ndarray) -> dict:
+    """Return the solve options asking for the tool's full pose at q."""
+    return {'orientation': quaternion_from_rotation(arm.tip_pose(q)[:3, :3])}
+
+
+def assert_tracks_from_its_seeds(chain, seed: np.ndarray, goal: np.ndarray,
+                                 oriented: bool) -> None:
+    """Assert that tracking seed + k (goal - seed) answers as a fresh solve from each seed."""
+    solver, reference = IkSolver(chain), IkSolver(chain)
+    q = seed
+    for k in range(1, 5):
+        pose = np.clip(seed + k * (goal - seed), chain.lower, chain.upper)
+        target, options = chain.tip_position(pose), orientation_of(chain, pose) if oriented \
+            else {}
+        result = solver.solve(target, q, **options)
+        assert_same_answer(result, reference.solve(target, q.copy(), trace=True, **options))
+        q = result.q
+
+
+class TestStartsAheadOnAFastTrack:
+    """A full pose seeded with the answer of a fast-tracked move starts that far on again."""
+
+    def test_each_solve_starts_ahead_of_its_seed_by_a_share_of_the_last_move(self):
+        arm = demo_arm()
+        solver, reference = IkSolver(arm), IkSolver(arm)
+        path = fast_path(arm)
+        q = before = path[0]
+        ahead = 0
+        for goal in path[1:]:
+            target, options = arm.tip_position(goal), orientation_of(arm, goal)
+            result = solver.solve(target, q, **options)
+            assert result.reached
+            assert np.abs(result.q - q).max() < 0.3     # the seed's branch: no flip
+            start = np.clip(q + MOMENTUM * (q - before), arm.lower, arm.upper)
+            from_start = reference.solve(target, start, trace=True, **options)
+            from_seed = reference.solve(target, q, trace=True, **options)
+            if np.array_equal(result.q, from_start.q) and \
+                    not np.array_equal(result.q, from_seed.q):
+                ahead += 1
+                assert_same_answer(result, from_start)
+            else:
+                assert_same_answer(result, from_seed)
+            before, q = q, result.q
+        assert ahead >= len(path) - 4   # all but the first moves
+
+    @settings(max_examples=25, deadline=None)
+    @given(tracking_problems())
+    def test_a_position_starts_at_its_seed(self, problem):
+        assert_tracks_from_its_seeds(*problem, oriented=False)
+
+    @settings(max_examples=25, deadline=None)
+    @given(tracking_problems(min_joints=7))
+    def test_a_full_pose_with_redundancy_starts_at_its_seed(self, problem):
+        # A move's share along the self-motion would carry on from move to move.
+        assert_tracks_from_its_seeds(*problem, oriented=True)
+
+    def test_after_a_move_larger_than_the_most_a_solve_starts_at_its_seed(self, monkeypatch):
+        # (Every move of the swing is larger than a bound of 1 mrad.)
+        monkeypatch.setattr(tracking_module, 'MOMENTUM_MOST', 1e-3)
+        arm = demo_arm()
+        solver, reference = IkSolver(arm), IkSolver(arm)
+        q = fast_path(arm)[0]
+        for goal in fast_path(arm)[1:8]:
+            target, options = arm.tip_position(goal), orientation_of(arm, goal)
+            result = solver.solve(target, q, **options)
+            assert_same_answer(result, reference.solve(target, q.copy(), trace=True, **options))
+            q = result.q
+
+    def test_a_seed_other_than_the_last_answer_starts_at_the_seed(self):
+        arm = demo_arm()
+        solver = IkSolver(arm)
+        path = fast_path(arm)
+        q = path[0]
+        for goal in path[1:6]:
+            q = solver.solve(arm.tip_position(goal), q, **orientation_of(arm, goal)).q
+        other, goal = path[4], path[7]
+        options = orientation_of(arm, goal)
+        assert_same_answer(solver.solve(arm.tip_position(goal), other, **options),
+                           IkSolver(arm).solve(arm.tip_position(goal), other, **options))

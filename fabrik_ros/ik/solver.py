@@ -278,7 +278,7 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
                     unreachable_after = None
         start = self._start(seed, tree)
         if trackable and not trace:
-            tracked = self._track(tree, start, targets, rotations, orientations, deadline)
+            tracked = self._tracked(tree, start, targets, rotations, orientations, deadline)
             if tracked is not None:
                 return tracked
         spent = None    # what a wrist's split solve spent before handing over (_Split)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import math
-from operator import le
+from operator import le, sub
 
 from .limits import _clamped, JointLimits
 from .linalg import _NOT_POSITIVE_DEFINITE, _pushed
@@ -35,11 +35,72 @@ from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _ORIGIN
 from .tuning import (DAMPING_FLOOR, DAMPING_MAX, DAMPING_MIN, DAMPING_START, EXPLORE_STALL,
-                     POSE_DAMPING_FLOOR, POSE_STALL, STALL, STALL_RELATIVE, TRACK_STEPS)
+                     MOMENTUM, MOMENTUM_MOST, POSE_DAMPING_FLOOR, POSE_STALL, STALL,
+                     STALL_RELATIVE, TRACK_STEPS)
 
 
 class _Tracking:
-    """IkSolver's lean tracking path (see _track)."""
+    """IkSolver's lean tracking path (see _track), from ahead of the seed on a fast track."""
+
+    # The last fast-tracked move (see _note_move): its tree, seed and answer, or None.
+    _move: tuple[_Tree, list[float], list[float]] | None = None
+
+    def _tracked(self, tree: _Tree, seeded: _State, targets: list[tuple[float, float, float]],
+                 rotations: list | None, orientations: _Orientations | None, deadline: float
+                 ) -> IkResult | None:
+        """Return the lean path's answer (_track): from ahead of the seed on a fast track."""
+        ahead = self._tracked_ahead(tree, seeded, targets, rotations, orientations, deadline)
+        if ahead is not None:
+            return ahead
+        tracked = self._track(tree, seeded, targets, rotations, orientations, deadline)
+        self._note_move(tree, seeded, tracked, orientations)
+        return tracked
+
+    def _tracked_ahead(self, tree: _Tree, seeded: _State,
+                       targets: list[tuple[float, float, float]], rotations: list | None,
+                       orientations: _Orientations | None, deadline: float) -> IkResult | None:
+        """
+        Return the lean path's answer from a start ahead of the seed on a fast track, or None.
+
+        A seed that is the last answer of a fast-tracked move (_note_move) starts MOMENTUM
+        of that move further on, clipped into the limits: a target streamed from a moving
+        arm lies about as far on again, and a start near it needs one closing step where
+        the seed needs two. None for any other seed, after a move of some joint by more than
+        MOMENTUM_MOST (near a singularity joints swing: carried on, a swing could cross into
+        another branch), or where the lean path from there gives up: the solve then goes on
+        from the seed exactly as without a start ahead.
+        """
+        move = self._move
+        if move is None or move[0] is not tree or seeded is not self._last[1] \
+                or move[2] != seeded.q:
+            return None
+        moved = list(map(sub, seeded.q, move[1]))
+        if max(map(abs, moved)) > MOMENTUM_MOST:
+            return None
+        limits = self.limits
+        start = tree.sweep([min(max(q + MOMENTUM * change, lo), hi) for q, change, lo, hi
+                            in zip(seeded.q, moved, limits.lower, limits.upper)], _ORIGIN)
+        tracked = self._track(tree, start, targets, rotations, orientations, deadline)
+        if tracked is not None:
+            self._move = (tree, seeded.q, self._last[1].q)
+        return tracked
+
+    def _note_move(self, tree: _Tree, seeded: _State, tracked: IkResult | None,
+                   orientations: _Orientations | None) -> None:
+        """
+        Keep the lean path's move from the seed if it was fast tracking, else forget it.
+
+        Fast tracking: a full pose without redundancy (six joints or fewer) answered by two
+        or more closing steps (one closes a slow move): the next solve seeded with this
+        answer tries a start ahead of it first (_tracked_ahead). Its answers are isolated,
+        so the start ahead is nearer the one the seed leads to. Not with redundancy: the
+        move's share along the self-motion would carry on from move to move, and the arm
+        drift along it away from where the minimum-norm closing steps from the seed keep it
+        (toward limits, into flips).
+        """
+        fast = tracked is not None and tracked.closing_steps >= 2 and len(seeded.q) <= 6 \
+            and orientations is not None and orientations.items[0][1] == 'full'
+        self._move = (tree, seeded.q, self._last[1].q) if fast else None
 
     def _track(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
                rotations: list | None, orientations: _Orientations | None, deadline: float

@@ -72,6 +72,10 @@ STOP_RETRIES = 2        # out of reach: retries from random seeds while a root s
 # docs/solver.md, Heuristics: Tracking fast path
 TRACK_STEPS = 3         # closing steps the lean tracking path takes before the full solve's
 
+# docs/solver.md, Heuristics: Tracking starts ahead on a fast track
+MOMENTUM = 0.8          # share of the last tracked move a fast-tracked solve starts ahead by
+MOMENTUM_MOST = 0.3     # rad (m for a slide): after a joint's larger move, none ahead
+
 # docs/solver.md, Heuristics: Confirming restarts, Tracking keeps its branch
 RESTART_SEED = 20111    # the restart seeds' random generator seed: solves are reproducible
 RESTART_ERROR = 10.0    # tolerances: the default restart_error ...
