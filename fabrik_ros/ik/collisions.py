@@ -421,9 +421,11 @@ class _Search:
                                         problem.seed.tolist(), limits.lower, limits.upper):
             if self._late():
                 break
-            if max(abs(a - b) for a, b in zip(q, answer)) > 1e-9 and self.model.is_clear(
-                    self.solver.chain.world_frames(q), self.collisions.scene, self.margin):
-                found.append(self._evaluate(np.array(q))[0])
+            if max(abs(a - b) for a, b in zip(q, answer)) <= 1e-9:
+                continue
+            world = self.solver.chain.world_frames(q)
+            if self.model.is_clear(world, self.collisions.scene, self.margin):
+                found.append(self._evaluate(np.array(q), world=world)[0])
                 break
         return True
 
@@ -450,10 +452,12 @@ class _Search:
             self.timed_out = True
         return self.timed_out
 
-    def _evaluate(self, q: np.ndarray, jacobian: bool = False
+    def _evaluate(self, q: np.ndarray, jacobian: bool = False,
+                  world: np.ndarray | None = None
                   ) -> tuple[_Pose, np.ndarray, np.ndarray | None, np.ndarray]:
         """Return the pose at q, its residual, its Jacobian (if asked) and FK frames."""
-        world = self.solver.chain.world_frames(q)
+        if world is None:
+            world = self.solver.chain.world_frames(q)
         clearance, names = self.model.nearest_names(world, self.collisions.scene)
         residual, jacobian_rows, met = self.task.residual(world, jacobian)
         return (_Pose(q, clearance, float(residual @ residual), met, world, names), residual,
@@ -474,11 +478,11 @@ class _Search:
             if largest > MAX_STEP:
                 step *= MAX_STEP / largest
             trial = np.clip(q + step, self.lower, self.upper)
-            candidate, trial_residual, _, _ = self._evaluate(trial)
+            candidate = self._evaluate(trial)[0]
             if _better(candidate, pose, self.margin):
                 self.steps += 1
-                q, pose = trial, candidate
-                pose, residual, jacobian, world = self._evaluate(q, True)
+                q, pose, world = trial, candidate, candidate.world
+                residual, jacobian, _ = self.task.residual(world, True)
                 constraints = self._constraints(world)
                 damping = max(damping / 3.0, 1e-9)
             else:
