@@ -48,6 +48,9 @@ from .wrist import OffsetWrist
 if TYPE_CHECKING:   # the solver imports this module
     from .solver import IkSolver
 
+# a x p = [a]x p: _SKEW maps a (3,) to [a]x, row-major (9,).
+_SKEW = np.zeros((3, 9))
+_SKEW[[2, 1, 2, 0, 1, 0], [1, 2, 3, 5, 6, 7]] = [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0]
 INFLUENCE = 0.05        # m: pairs closer than margin + this constrain a closing step
 BUFFER = 0.002          # m: a step aims this far beyond the margin
 CLOSING_STEPS = 40      # constrained closing steps from one start
@@ -56,6 +59,8 @@ COLLISION_RESTARTS = 16     # solves from clear seeds looking for a clear branch
 CLOSED_CANDIDATES = 1       # of their answers, the closest gets closing steps too
 SEEDS = 64                  # random configurations the clear seeds are drawn from
 SEED_RANDOM = 2026
+SLOW_STEPS = 2          # clear steps that barely close the error end a start's closing:
+SLOW_RATIO = 0.25       # one whose squared error stays above this share of the last's
 MAX_STEP = 0.25         # rad or m: the largest joint motion of one step
 DAMPING = 1e-3          # the damping's start (Jacobian entries are metres per radian)
 DAMPING_MAX = 1e3
@@ -250,6 +255,7 @@ class _Geometry:
         count = len(joints)
         self.axes_local = np.array([joint.axis for joint in joints], dtype=float)
         self.prismatic = np.array([joint.prismatic for joint in joints], dtype=bool)
+        self.any_prismatic = bool(np.any(self.prismatic))
         moves = np.zeros((count + 1, count), dtype=bool)     # frame row -> its joints
         for index, joint in enumerate(joints):
             moves[index + 1] = moves[joint.parent + 1]
@@ -275,12 +281,14 @@ class _Geometry:
     def point_jacobians(self, world: np.ndarray, axes: np.ndarray, points: np.ndarray,
                         frames: np.ndarray) -> np.ndarray:
         """Return (k, 3, dof): how points (k, 3) fixed in frames (k,) move per coordinate."""
-        lever = points[:, None, :] - world[None, 1:, :3, 3]             # (k, n, 3)
-        jacobian = np.cross(np.broadcast_to(axes, lever.shape), lever)
-        if np.any(self.prismatic):
-            jacobian[:, self.prismatic] = axes[self.prismatic]
-        jacobian *= self.moves[frames][:, :, None]
-        return np.einsum('knc,nd->kcd', jacobian, self.coupling)
+        # a x (p - o) for every joint and point in two products: [a]x stacked (3 n, 3).
+        skew = (axes @ _SKEW).reshape(-1, 3, 3)
+        jacobian = (skew.reshape(-1, 3) @ points.T).reshape(skew.shape[0], 3, -1) - \
+            np.einsum('nij,nj->ni', skew, world[1:, :3, 3])[:, :, None]     # (n, 3, k)
+        if self.any_prismatic:
+            jacobian[self.prismatic] = axes[self.prismatic][:, :, None]
+        jacobian *= self.moves[frames].T[:, None, :]
+        return np.einsum('nck,nd->kcd', jacobian, self.coupling)
 
     def turn_jacobians(self, axes: np.ndarray, frames: np.ndarray) -> np.ndarray:
         """Return (k, 3, dof): the angular velocity of frames (k,) per coordinate."""
@@ -468,9 +476,9 @@ class _Search:
         q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
         pose, residual, jacobian, world = self._evaluate(q, True)
         constraints = self._constraints(world)
-        damping = DAMPING
+        damping, slow = DAMPING, 0
         for _ in range(steps):
-            if (pose.met and pose.clearance >= self.margin) or self._late():
+            if (pose.met and pose.clearance >= self.margin) or self._late() or slow == SLOW_STEPS:
                 break
             step = _constrained_step(jacobian, residual, damping, *constraints,
                                      self.margin + BUFFER)
@@ -481,6 +489,8 @@ class _Search:
             candidate = self._evaluate(trial)[0]
             if _better(candidate, pose, self.margin):
                 self.steps += 1
+                slow += pose.clearance >= self.margin and \
+                    candidate.objective > SLOW_RATIO * pose.objective
                 q, pose, world = trial, candidate, candidate.world
                 residual, jacobian, _ = self.task.residual(world, True)
                 constraints = self._constraints(world)
