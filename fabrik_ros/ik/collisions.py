@@ -40,6 +40,7 @@ from fabrik_ros.collision import CollisionModel, Obstacle, Scene
 import numpy as np
 
 from .branches import offset_wrist_solutions
+from .constrained import constrained_step
 from .result import IkResult
 from .rotations import _rotation_error
 from .tuning import HELD_WEIGHT
@@ -309,7 +310,8 @@ class _Task:
         self.tolerance = solver.tolerance
         self.orientation_tolerance = solver.orientation_tolerance
         self.scale = solver.orientation_scale
-        held = geometry.tool_frames(solver.chain.world_frames(problem.seed))[:, :3, 3]
+        held = (geometry.tool_frames(solver.chain.world_frames(problem.seed))[:, :3, 3]
+                if any(goal is None for goal in problem.targets) else None)   # FK if needed
         self.goals = [np.asarray(goal, dtype=float) if goal is not None else held[row]
                       for row, goal in enumerate(problem.targets)]
         self.targeted = [goal is not None for goal in problem.targets]
@@ -480,8 +482,8 @@ class _Search:
         for _ in range(steps):
             if (pose.met and pose.clearance >= self.margin) or self._late() or slow == SLOW_STEPS:
                 break
-            step = _constrained_step(jacobian, residual, damping, *constraints,
-                                     self.margin + BUFFER)
+            step = constrained_step(jacobian, residual, damping, *constraints,
+                                    self.margin + BUFFER)
             largest = float(np.max(np.abs(step))) if len(step) else 0.0
             if largest > MAX_STEP:
                 step *= MAX_STEP / largest
@@ -545,7 +547,7 @@ class _Search:
                 angles[row] = _rotation_error(reached.ravel().tolist(),
                                               rotation.ravel().tolist())[0]
         clearance, names = pose.clearance, pose.names
-        error = float(np.nanmax(errors))
+        error = max(error for error in errors.tolist() if error == error)   # NaN: no target
         reached = pose.met and clearance >= self.margin
         return IkResult(
             q=pose.q.copy(), error=error, errors=errors,
@@ -556,7 +558,8 @@ class _Search:
             restarts=answer.restarts + self.restarts, initial_error=answer.initial_error,
             fabrik_error=answer.fabrik_error, history=answer.history, trace=answer.trace,
             timed_out=self.timed_out,
-            orientation_error=(float(np.nanmax(angles)) if self.task.turns else math.nan),
+            orientation_error=(max(float(angles[row]) for row, *_ in self.task.turns)
+                               if self.task.turns else math.nan),
             orientation_errors=angles, clearance=clearance, closest_pair=names)
 
 
@@ -566,44 +569,3 @@ def _better(candidate: _Pose, pose: _Pose, margin: float) -> bool:
         return candidate.clearance > pose.clearance or (
             candidate.clearance >= margin)
     return candidate.clearance >= margin and candidate.objective < pose.objective
-
-
-def _constrained_step(jacobian: np.ndarray, residual: np.ndarray, damping: float,
-                      distances: np.ndarray, gradients: np.ndarray, goal: float
-                      ) -> np.ndarray:
-    """
-    Return the damped least-squares step with every pair's linearised distance >= goal.
-
-    Minimises |J dq - r|^2 + damping |dq|^2 subject to d + G dq >= goal, by active sets
-    on the dual (a handful of rows: each pass solves the active rows' small system).
-    """
-    hessian = jacobian.T @ jacobian + damping * np.eye(jacobian.shape[1])
-    free = np.linalg.solve(hessian, jacobian.T @ residual)
-    if not len(distances):
-        return free
-    spread = np.linalg.solve(hessian, gradients.T)                  # (n, k)
-    coupling = gradients @ spread                                   # (k, k)
-    needed = goal - distances - gradients @ free                    # > 0: violated
-    active = needed > 0.0
-    multipliers = np.zeros(len(distances))
-    for _ in range(2 * len(distances) + 1):
-        if not np.any(active):
-            break
-        rows = np.flatnonzero(active)
-        block = coupling[np.ix_(rows, rows)] + 1e-9 * np.eye(len(rows))
-        try:
-            values = np.linalg.solve(block, needed[rows])
-        except np.linalg.LinAlgError:
-            values = np.linalg.lstsq(block, needed[rows], rcond=None)[0]
-        if np.any(values < 0.0):
-            active[rows[int(np.argmin(values))]] = False
-            continue
-        multipliers[:] = 0.0
-        multipliers[rows] = values
-        slack = coupling @ multipliers - needed
-        slack[active] = np.inf
-        worst = int(np.argmin(slack))
-        if slack[worst] >= -1e-12:
-            break
-        active[worst] = True
-    return free + spread @ multipliers
