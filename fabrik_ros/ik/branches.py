@@ -25,8 +25,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from .wrist import _offset_branches, _planar_pair, _sinusoid_roots, _within, OffsetWrist
 
 
@@ -39,27 +37,42 @@ def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],
 
     position: metres, rotation: row-major 9-tuple (base frame), as offset_wrist_angles
     takes them; each angle turned by whole turns to lie within the limits nearest the seed.
+    Plain floats: a handful of 3-vectors, cheaper than numpy's per-call cost.
     """
-    turn = np.reshape(rotation, (3, 3))
-    axis, origin = np.array(arm.first[0]), np.array(arm.first[1])
+    (ax, ay, az), (ox, oy, oz) = arm.first
+    nx, ny, nz = arm.parallel
+    cx, cy, cz = arm.centre
+    r = [float(value) for value in rotation]
+    px, py, pz = (float(value) for value in position)
     # Where the last two axes meet, from the first axis's point; the first angle puts it
     # in the parallel joints' plane (see offset_wrist_angles).
-    corner = np.asarray(position, dtype=float) + turn @ np.array(arm.centre) - origin
+    wx = px + r[0] * cx + r[1] * cy + r[2] * cz - ox
+    wy = py + r[3] * cx + r[4] * cy + r[5] * cz - oy
+    wz = pz + r[6] * cx + r[7] * cy + r[8] * cz - oz
     first_along, plane = arm.plane
-    along = float(axis @ corner) * first_along
-    parallel = np.array(arm.parallel)
-    relative = (turn @ np.reshape(arm.zero, (3, 3)).T).ravel().tolist()
+    along = (ax * wx + ay * wy + az * wz) * first_along
+    z = arm.zero
+    relative = [r[i] * z[j] + r[i + 1] * z[j + 1] + r[i + 2] * z[j + 2]
+                for i in (0, 3, 6) for j in (0, 3, 6)]
     branches: list[tuple] = []
-    for t1 in _sinusoid_roots(float(corner @ parallel) - along,
-                              -float(np.cross(axis, corner) @ parallel), along + plane):
-        _offset_branches(arm, t1, tuple(corner.tolist()), relative, branches)
+    for t1 in _sinusoid_roots(
+            wx * nx + wy * ny + wz * nz - along,
+            -((ay * wz - az * wy) * nx + (az * wx - ax * wz) * ny + (ax * wy - ay * wx) * nz),
+            along + plane):
+        _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
     s3, s4 = arm.signs
+    seed, lower, upper = [float(value) for value in seed], list(lower), list(upper)
     found = []
     for t1, t234, t5, t6, goal in branches:
+        outer = [_within(t, s, lo, hi) for t, s, lo, hi in zip(
+            (t1, t5, t6), seed[0:1] + seed[4:], lower[0:1] + lower[4:], upper[0:1] + upper[4:])]
+        if None in outer:
+            continue
         for t2, t3 in _planar_pair(arm, goal):
-            fitted = [_within(t, s, lo, hi) for t, s, lo, hi in zip(
-                (t1, t2, t3, s4 * (t234 - t2 - s3 * t3), t5, t6), seed, lower, upper)]
-            if None not in fitted:
+            inner = [_within(t, s, lo, hi) for t, s, lo, hi in zip(
+                (t2, t3, s4 * (t234 - t2 - s3 * t3)), seed[1:4], lower[1:4], upper[1:4])]
+            if None not in inner:
+                fitted = outer[:1] + inner + outer[1:]
                 found.append((sum((t - s) ** 2 for t, s in zip(fitted, seed)), fitted))
     found.sort()
     return [angles for _, angles in found]

@@ -40,6 +40,7 @@ from fabrik_ros.collision import CollisionModel, Obstacle, Scene
 import numpy as np
 
 from .branches import offset_wrist_solutions
+from .constrained import constrained_step
 from .result import IkResult
 from .rotations import _rotation_error
 from .tuning import HELD_WEIGHT
@@ -48,6 +49,9 @@ from .wrist import OffsetWrist
 if TYPE_CHECKING:   # the solver imports this module
     from .solver import IkSolver
 
+# a x p = [a]x p: _SKEW maps a (3,) to [a]x, row-major (9,).
+_SKEW = np.zeros((3, 9))
+_SKEW[[2, 1, 2, 0, 1, 0], [1, 2, 3, 5, 6, 7]] = [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0]
 INFLUENCE = 0.05        # m: pairs closer than margin + this constrain a closing step
 BUFFER = 0.002          # m: a step aims this far beyond the margin
 CLOSING_STEPS = 40      # constrained closing steps from one start
@@ -56,6 +60,8 @@ COLLISION_RESTARTS = 16     # solves from clear seeds looking for a clear branch
 CLOSED_CANDIDATES = 1       # of their answers, the closest gets closing steps too
 SEEDS = 64                  # random configurations the clear seeds are drawn from
 SEED_RANDOM = 2026
+SLOW_STEPS = 2          # clear steps that barely close the error end a start's closing:
+SLOW_RATIO = 0.25       # one whose squared error stays above this share of the last's
 MAX_STEP = 0.25         # rad or m: the largest joint motion of one step
 DAMPING = 1e-3          # the damping's start (Jacobian entries are metres per radian)
 DAMPING_MAX = 1e3
@@ -250,6 +256,7 @@ class _Geometry:
         count = len(joints)
         self.axes_local = np.array([joint.axis for joint in joints], dtype=float)
         self.prismatic = np.array([joint.prismatic for joint in joints], dtype=bool)
+        self.any_prismatic = bool(np.any(self.prismatic))
         moves = np.zeros((count + 1, count), dtype=bool)     # frame row -> its joints
         for index, joint in enumerate(joints):
             moves[index + 1] = moves[joint.parent + 1]
@@ -275,12 +282,14 @@ class _Geometry:
     def point_jacobians(self, world: np.ndarray, axes: np.ndarray, points: np.ndarray,
                         frames: np.ndarray) -> np.ndarray:
         """Return (k, 3, dof): how points (k, 3) fixed in frames (k,) move per coordinate."""
-        lever = points[:, None, :] - world[None, 1:, :3, 3]             # (k, n, 3)
-        jacobian = np.cross(np.broadcast_to(axes, lever.shape), lever)
-        if np.any(self.prismatic):
-            jacobian[:, self.prismatic] = axes[self.prismatic]
-        jacobian *= self.moves[frames][:, :, None]
-        return np.einsum('knc,nd->kcd', jacobian, self.coupling)
+        # a x (p - o) for every joint and point in two products: [a]x stacked (3 n, 3).
+        skew = (axes @ _SKEW).reshape(-1, 3, 3)
+        jacobian = (skew.reshape(-1, 3) @ points.T).reshape(skew.shape[0], 3, -1) - \
+            np.einsum('nij,nj->ni', skew, world[1:, :3, 3])[:, :, None]     # (n, 3, k)
+        if self.any_prismatic:
+            jacobian[self.prismatic] = axes[self.prismatic][:, :, None]
+        jacobian *= self.moves[frames].T[:, None, :]
+        return np.einsum('nck,nd->kcd', jacobian, self.coupling)
 
     def turn_jacobians(self, axes: np.ndarray, frames: np.ndarray) -> np.ndarray:
         """Return (k, 3, dof): the angular velocity of frames (k,) per coordinate."""
@@ -301,7 +310,8 @@ class _Task:
         self.tolerance = solver.tolerance
         self.orientation_tolerance = solver.orientation_tolerance
         self.scale = solver.orientation_scale
-        held = geometry.tool_frames(solver.chain.world_frames(problem.seed))[:, :3, 3]
+        held = (geometry.tool_frames(solver.chain.world_frames(problem.seed))[:, :3, 3]
+                if any(goal is None for goal in problem.targets) else None)   # FK if needed
         self.goals = [np.asarray(goal, dtype=float) if goal is not None else held[row]
                       for row, goal in enumerate(problem.targets)]
         self.targeted = [goal is not None for goal in problem.targets]
@@ -421,9 +431,11 @@ class _Search:
                                         problem.seed.tolist(), limits.lower, limits.upper):
             if self._late():
                 break
-            if max(abs(a - b) for a, b in zip(q, answer)) > 1e-9 and self.model.is_clear(
-                    self.solver.chain.world_frames(q), self.collisions.scene, self.margin):
-                found.append(self._evaluate(np.array(q))[0])
+            if max(abs(a - b) for a, b in zip(q, answer)) <= 1e-9:
+                continue
+            world = self.solver.chain.world_frames(q)
+            if self.model.is_clear(world, self.collisions.scene, self.margin):
+                found.append(self._evaluate(np.array(q), world=world)[0])
                 break
         return True
 
@@ -450,10 +462,12 @@ class _Search:
             self.timed_out = True
         return self.timed_out
 
-    def _evaluate(self, q: np.ndarray, jacobian: bool = False
+    def _evaluate(self, q: np.ndarray, jacobian: bool = False,
+                  world: np.ndarray | None = None
                   ) -> tuple[_Pose, np.ndarray, np.ndarray | None, np.ndarray]:
         """Return the pose at q, its residual, its Jacobian (if asked) and FK frames."""
-        world = self.solver.chain.world_frames(q)
+        if world is None:
+            world = self.solver.chain.world_frames(q)
         clearance, names = self.model.nearest_names(world, self.collisions.scene)
         residual, jacobian_rows, met = self.task.residual(world, jacobian)
         return (_Pose(q, clearance, float(residual @ residual), met, world, names), residual,
@@ -464,21 +478,23 @@ class _Search:
         q = np.clip(np.asarray(q, dtype=float), self.lower, self.upper)
         pose, residual, jacobian, world = self._evaluate(q, True)
         constraints = self._constraints(world)
-        damping = DAMPING
+        damping, slow = DAMPING, 0
         for _ in range(steps):
-            if (pose.met and pose.clearance >= self.margin) or self._late():
+            if (pose.met and pose.clearance >= self.margin) or self._late() or slow == SLOW_STEPS:
                 break
-            step = _constrained_step(jacobian, residual, damping, *constraints,
-                                     self.margin + BUFFER)
+            step = constrained_step(jacobian, residual, damping, *constraints,
+                                    self.margin + BUFFER)
             largest = float(np.max(np.abs(step))) if len(step) else 0.0
             if largest > MAX_STEP:
                 step *= MAX_STEP / largest
             trial = np.clip(q + step, self.lower, self.upper)
-            candidate, trial_residual, _, _ = self._evaluate(trial)
+            candidate = self._evaluate(trial)[0]
             if _better(candidate, pose, self.margin):
                 self.steps += 1
-                q, pose = trial, candidate
-                pose, residual, jacobian, world = self._evaluate(q, True)
+                slow += pose.clearance >= self.margin and \
+                    candidate.objective > SLOW_RATIO * pose.objective
+                q, pose, world = trial, candidate, candidate.world
+                residual, jacobian, _ = self.task.residual(world, True)
                 constraints = self._constraints(world)
                 damping = max(damping / 3.0, 1e-9)
             else:
@@ -531,7 +547,7 @@ class _Search:
                 angles[row] = _rotation_error(reached.ravel().tolist(),
                                               rotation.ravel().tolist())[0]
         clearance, names = pose.clearance, pose.names
-        error = float(np.nanmax(errors))
+        error = max(error for error in errors.tolist() if error == error)   # NaN: no target
         reached = pose.met and clearance >= self.margin
         return IkResult(
             q=pose.q.copy(), error=error, errors=errors,
@@ -542,7 +558,8 @@ class _Search:
             restarts=answer.restarts + self.restarts, initial_error=answer.initial_error,
             fabrik_error=answer.fabrik_error, history=answer.history, trace=answer.trace,
             timed_out=self.timed_out,
-            orientation_error=(float(np.nanmax(angles)) if self.task.turns else math.nan),
+            orientation_error=(max(float(angles[row]) for row, *_ in self.task.turns)
+                               if self.task.turns else math.nan),
             orientation_errors=angles, clearance=clearance, closest_pair=names)
 
 
@@ -552,44 +569,3 @@ def _better(candidate: _Pose, pose: _Pose, margin: float) -> bool:
         return candidate.clearance > pose.clearance or (
             candidate.clearance >= margin)
     return candidate.clearance >= margin and candidate.objective < pose.objective
-
-
-def _constrained_step(jacobian: np.ndarray, residual: np.ndarray, damping: float,
-                      distances: np.ndarray, gradients: np.ndarray, goal: float
-                      ) -> np.ndarray:
-    """
-    Return the damped least-squares step with every pair's linearised distance >= goal.
-
-    Minimises |J dq - r|^2 + damping |dq|^2 subject to d + G dq >= goal, by active sets
-    on the dual (a handful of rows: each pass solves the active rows' small system).
-    """
-    hessian = jacobian.T @ jacobian + damping * np.eye(jacobian.shape[1])
-    free = np.linalg.solve(hessian, jacobian.T @ residual)
-    if not len(distances):
-        return free
-    spread = np.linalg.solve(hessian, gradients.T)                  # (n, k)
-    coupling = gradients @ spread                                   # (k, k)
-    needed = goal - distances - gradients @ free                    # > 0: violated
-    active = needed > 0.0
-    multipliers = np.zeros(len(distances))
-    for _ in range(2 * len(distances) + 1):
-        if not np.any(active):
-            break
-        rows = np.flatnonzero(active)
-        block = coupling[np.ix_(rows, rows)] + 1e-9 * np.eye(len(rows))
-        try:
-            values = np.linalg.solve(block, needed[rows])
-        except np.linalg.LinAlgError:
-            values = np.linalg.lstsq(block, needed[rows], rcond=None)[0]
-        if np.any(values < 0.0):
-            active[rows[int(np.argmin(values))]] = False
-            continue
-        multipliers[:] = 0.0
-        multipliers[rows] = values
-        slack = coupling @ multipliers - needed
-        slack[active] = np.inf
-        worst = int(np.argmin(slack))
-        if slack[worst] >= -1e-12:
-            break
-        active[worst] = True
-    return free + spread @ multipliers
