@@ -17,12 +17,16 @@ The command stream's collision check: what it costs per command and what it keep
 
 The UR5e with its gripper and the Panda with its hand (their own collision meshes as
 capsules, test/test_collision_descriptions.py) among that file's five obstacles, streamed
-at 100 Hz (--rate) through the IK controller toward random tool poses whose configurations
-keep 3 cm clear (from a start as clear), each then jogged on (a tool twist, 0.3 m/s) for as
-long. Each motion runs from the same state with the stream's check (self-collision on, the
-obstacles) and without it (self-collision off, no obstacles: the stream as it was), and with
---baseline REV also with REV's check (fabrik_ros/controller_collision.py of that revision
-in this tree), taking turns target by target. Reported per robot, motion (stream, jog) and
+at 100 Hz (--rate) through the IK controller in two streams. Adversarial: toward random
+tool poses whose configurations keep 3 cm clear (from a start as clear) but whose paths
+mostly run into something, each then jogged on (a tool twist, 0.3 m/s) for as long, into
+what is there. Typical: toward tool poses whose straight joint paths pass every obstacle
+by more than the slowdown distance (margin included; the stream's own path, shaped per
+joint, may pass closer) and keep 2 cm between the links, no jog. Each motion runs from
+the same state with the stream's check (self-collision on, the obstacles) and without it
+(self-collision off, no obstacles: the stream as it was), and with --baseline REV also
+with REV's check (fabrik_ros/controller_collision.py of that revision in this tree),
+taking turns target by target. Reported per stream, robot, motion (stream, jog) and
 check: wall and CPU time per command (median, p99), the check's own wall time per command
 (in the controller's collision methods: median, p99, mean), the share of commands slowed
 and halted, the collision stops (a command cut short), and the least clearance
@@ -61,6 +65,8 @@ from test_controller import make_settings  # noqa: E402
 
 SAMPLES = np.linspace(0.0, 1.0, 5)
 CHECK_METHODS = ('update', 'slowdown', 'clear_step', 'settle')
+STREAMS = {'adversarial': False, 'typical': True}    # the streams, whether typical
+SELF_CLEAR = 0.02   # m: the typical stream's links keep this from each other
 
 
 def baseline_check(ref: str) -> types.ModuleType:
@@ -151,18 +157,57 @@ class Record:
                 'collision_stops': self.stops, 'least_clearance_m': float(self.least)}
 
 
+def passing_targets(chain, count: int, generator: np.random.Generator, room: float
+                    ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """
+    Return a start and tool poses whose straight joint paths keep `room` from the obstacles.
+
+    A random walk (steps up to 0.6 rad a joint) among configurations whose links keep
+    `room` from every obstacle, and SELF_CLEAR from each other, at 9 points along the way
+    from the one before.
+    """
+    links = CollisionModel(chain.collision.bodies, ())
+    low, high = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
+
+    def clear(q: np.ndarray) -> bool:
+        return (links.min_distance(chain.world_frames(q), SCENE) >= room
+                and chain.clearance(q, []) >= SELF_CLEAR)
+    start = generator.uniform(low, high)
+    while not clear(start):
+        start = generator.uniform(low, high)
+    q, poses = start, []
+    while len(poses) < count:
+        step = np.clip(q + generator.uniform(-0.6, 0.6, len(q)), low, high)
+        if all(clear(q + t * (step - q)) for t in np.linspace(0.0, 1.0, 9)[1:]):
+            q = step
+            poses.append(chain.tip_pose(q))
+    return start, poses
+
+
 def run(name: str, targets: int, seconds: float, dt: float,
-        baseline: tuple[str, types.ModuleType] | None) -> dict:
-    """Stream one robot to random clear poses, then jog it; the settings taking turns."""
+        baseline: tuple[str, types.ModuleType] | None, typical: bool = False) -> dict:
+    """
+    Stream one robot to random poses, the settings taking turns.
+
+    Adversarial: clear poses whose paths mostly run into something, each then jogged on
+    into what is there. Typical: poses whose straight joint paths pass every obstacle by
+    more than the slowdown distance (margin included), no jog.
+    """
     chain = ROBOTS[name]()
     # chain.clearance's pairs in a model of its own: its kept scene is not the stream's
     reference = CollisionModel(chain.collision.bodies, map(tuple, chain.collision.pairs.tolist()))
     generator = np.random.default_rng(0)
-    poses = clear_targets(chain, SCENE, targets + 1, generator)
-    start = NEUTRAL[name]
-    while chain.clearance(start, SCENE) < 0.03:  # the stream starts clear
-        start = generator.uniform(np.maximum(chain.lower, -np.pi),
-                                  np.minimum(chain.upper, np.pi))
+    if typical:
+        settings = make_settings(chain)
+        start, poses = passing_targets(chain, targets + 1, generator,
+                                       settings.collision_margin
+                                       + settings.collision_slowdown_distance)
+    else:
+        poses = clear_targets(chain, SCENE, targets + 1, generator)
+        start = NEUTRAL[name]
+        while chain.clearance(start, SCENE) < 0.03:  # the stream starts clear
+            start = generator.uniform(np.maximum(chain.lower, -np.pi),
+                                      np.minimum(chain.upper, np.pi))
     arms = {'checked': Arm(chain, True, start, dt), 'unchecked': Arm(chain, False, start, dt)}
     if baseline is not None:
         arms[f'checked by {baseline[0]}'] = Arm(chain, True, start, dt, baseline[1])
@@ -178,7 +223,7 @@ def run(name: str, targets: int, seconds: float, dt: float,
             arm.controller.on_target(0, Target(pose[:3, 3], _quaternion(pose)), now)
             for k in range(steps):
                 records[setting, 'stream'].tick(arm, now + dt * (k + 1), chain, reference)
-            for k in range(steps):   # then jog on past it, into what is there
+            for k in range(0 if typical else steps):   # then jog on, into what is there
                 moment = now + seconds + dt * (k + 1)
                 arm.controller.jog.on_twist(0, 0.3 * twist / np.linalg.norm(twist), moment,
                                             'base')
@@ -186,7 +231,7 @@ def run(name: str, targets: int, seconds: float, dt: float,
         now += 2.0 * seconds + 1.0
         start = arms['checked'].controller.stream.position.copy()
     return {'runs': {f'{phase}, {setting}': record.summary()
-                     for (setting, phase), record in records.items()},
+                     for (setting, phase), record in records.items() if record.states},
             'self_pairs': len(chain.collision.pairs), 'obstacles': len(SCENE)}
 
 
@@ -196,13 +241,14 @@ def _quaternion(pose: np.ndarray) -> np.ndarray:
 
 def report(results: dict) -> str:
     """Return the markdown table of the results."""
-    rows = ['| robot | motion, check | wall median / p99 us | CPU median us | check median / '
-            'p99 / mean us | slowed | halted | collision stops | least clearance m |',
-            '|---|---|---|---|---|---|---|---|---|']
-    for name, robot in results['robots'].items():
+    rows = ['| stream | robot | motion, check | wall median / p99 us | CPU median us | check '
+            'median / p99 / mean us | slowed | halted | collision stops | least clearance m |',
+            '|---|---|---|---|---|---|---|---|---|---|']
+    for stream, name, robot in [(stream, name, robot) for stream in STREAMS
+                                for name, robot in results[stream].items()]:
         for key, r in robot['runs'].items():
             check = r['check_wall']
-            rows.append(f"| {name} | {key} | {r['wall']['median_us']:.0f} / "
+            rows.append(f"| {stream} | {name} | {key} | {r['wall']['median_us']:.0f} / "
                         f"{r['wall']['p99_us']:.0f} | {r['cpu']['median_us']:.0f} | "
                         f"{check['median_us']:.0f} / {check['p99_us']:.0f} / "
                         f"{check['mean_us']:.0f} | "
@@ -224,10 +270,11 @@ def main(argv: list[str] | None = None) -> None:
     baseline = (args.baseline, baseline_check(args.baseline)) if args.baseline else None
     load = os.getloadavg()
     results = {'command': ' '.join(['python3', 'bench/stream_bench.py'] + sys.argv[1:]),
-               'commit': _commit(), 'command_rate_hz': args.rate,
-               'robots': {name: run(name, args.targets, args.seconds, 1.0 / args.rate,
-                                    baseline)
-                          for name in ROBOTS if args.robot in name}}
+               'commit': _commit(), 'command_rate_hz': args.rate, 'streams': STREAMS}
+    for stream, typical in STREAMS.items():
+        results[stream] = {name: run(name, args.targets, args.seconds, 1.0 / args.rate,
+                                     baseline, typical)
+                           for name in ROBOTS if args.robot in name}
     results['load_before'], results['load_after'] = list(load), list(os.getloadavg())
     publish(results, report(results), 'stream_bench.json')
 

@@ -29,23 +29,24 @@ The rule, with c0 the clearance of the command before and ESCAPE_DIP = 0.5 mm:
   inside it, move along or away: a bound on how fast the clearance may fall cannot prove
   any motion clear from exactly the bound.
 
-The proof is conservative advancement: a point of a link moves at most sum |dq_i| R_i
-along the straight joint motion dq, R_i the farthest any surface of the link can be from
-joint i moving it (link lengths and capsules, any configuration; 1 for a prismatic joint),
-so its distance to an obstacle falls at most that; two links' distance changes only with
-the joints that move one of them and not the other. So each row (a moving link against
-every obstacle, a self pair) falls at most its rate times |dq|. A measured check (the
-anchor) keeps a lower bound of every row's distance: exact for the pairs within HORIZON
-of the closest, the broad phase's ball bound for the others. A command whose two ends are
-both at least the margin by the anchor's bounds needs no measurement: along the straight
-motion between two configurations the bound from one anchor stays above the smaller end's
-(|q - anchor| is at most the ends' weighted mean, and the bound is linear in it). Else
+The proof is conservative advancement (fabrik_ros.stream_bounds): each row (a moving link
+against every obstacle, a self pair) falls at most its rate times |dq| along a straight
+joint motion dq, by the joints' reaches. A measured check (the anchor) keeps a lower
+bound of every pair's distance: exact for the pairs within HORIZON of the closest, the
+broad phase's ball bound for the others. A command is sent without a measurement where
+every pair stays at least the margin along the motion from the anchor: by its bound
+less its row's fall (|q - anchor.q| along the motion is at most the larger end's, per
+coordinate), or, for the few pairs that bound does not clear, by their separating
+planes: those fall only as the segments' ends move toward each other along the normal
+(to first order, within a second-order term), so a motion along or away from an
+obstacle keeps its bound. Else, where the start is clear, the end is measured and the
+motion proven from it the same way (the next command then starts at its anchor). Else
 the motion is measured: from a measured point each row stays above the motion's floor
-for (d - floor) / rate of the motion; the next check starts at the least of these, or the
-command's end is proven by them, at most MAX_CHECKS checks per command. A command the
-checks cannot take to its end stops at the farthest proven point: a collision stop, the
-one case where the command slows down faster than the acceleration limit (as MoveIt Servo
-halts).
+for (d - floor) / rate of the motion; the next check starts at the least of these, or
+the command's end is proven by them, at most MAX_CHECKS checks per command. A command
+the checks cannot take to its end stops at the farthest proven point: a collision stop,
+the one case where the command slows down faster than the acceleration limit (as MoveIt
+Servo halts).
 
 Slowing down keeps those stops rare: within collision_slowdown_distance D of the margin,
 the joints whose motion lowers the clearance (dc/dq_i * v_i < 0, from the closest pair's
@@ -72,7 +73,7 @@ from fabrik_ros.collision.nearest import pair_bodies, pair_bounds
 from fabrik_ros.collision.shapes import Scene
 from fabrik_ros.ik.collisions import Collisions
 from fabrik_ros.jog import JogStatus
-from fabrik_ros.motion import braking_speed
+from fabrik_ros.stream_bounds import StreamBounds
 import numpy as np
 
 if TYPE_CHECKING:  # the controller hands itself in: no import circle at run time
@@ -101,6 +102,8 @@ class _Check:
     points: list | None = None          # measured: the placed points (nearest.bounds)
     gradient: list[float] | None = None  # dc/dq, computed when first needed
     exact: bool = True  # False: distance is a lower bound
+    axes: tuple | None = None           # measured: the joints' axes and origins, when needed
+    planes: object = None               # measured: pairs' separating planes (Planes)
 
 
 class StreamCollision:
@@ -143,8 +146,8 @@ class StreamCollision:
             self._slowdown = settings.collision_slowdown_distance
             self._model, self._scene = collisions.model, collisions.scene
             self._rows = self._model.check_rows(self._scene)
-            self._kinematics = _Kinematics(settings.chain, self._model, self._rows,
-                                           len(self._scene) > 0)
+            self._kinematics = StreamBounds(settings.chain, self._model, self._rows,
+                                            len(self._scene) > 0)
         return self.active
 
     # ---- the slowdown ---------------------------------------------------------------
@@ -189,32 +192,12 @@ class StreamCollision:
         # Each approaching joint may use up its share of the room by the motion bound.
         share = max(room, 0.0) / count
         approaching_mask = np.array(approaching)
-        if self._stops_within(share, speeds, approaching, dt):
+        stopping = self._kinematics.stopping(share, speeds, approaching, self._speed_steps,
+                                             self._accelerations, dt)
+        if stopping is None:
             return np.where(approaching_mask, fraction, 1.0), cap
-        stopping = self._kinematics.stopping(share, limits, dt)
         return (np.where(approaching_mask, fraction, 1.0),
                 np.where(approaching_mask, np.minimum(stopping, cap), cap))
-
-    def _stops_within(self, share: float, speeds: list[float], approaching: list[bool],
-                      dt: float) -> bool:
-        """
-        Return whether every approaching joint stops within its share from any speed it reaches.
-
-        A joint at speed s stops within s dt + s^2 / 2a (this step, then at most the
-        continuous braking distance); within one step it gets no faster than |v| + a dt.
-        So where its share of the room by the bound holds that from |v| + 2 a dt, its
-        stopping speed is above what the limiter can reach and the cap could not bind (a
-        jogger's acceleration in force after a narrowed limit: up to twice it). The caps
-        are the slowdown's; the proof does not rely on them.
-        """
-        for v, go, (step, _), accel, reach in zip(speeds, approaching, self._speed_tops,
-                                                  self._accelerations, self._kinematics.reaches):
-            if go:
-                fastest = abs(v) + 2.0 * step
-                if not (reach > 0.0 and accel < math.inf
-                        and share / reach >= fastest * dt + fastest * fastest / (2.0 * accel)):
-                    return False
-        return True
 
     def _provable(self, velocity: list[float], limits: object, dt: float, room: float
                   ) -> np.ndarray | None:
@@ -230,8 +213,8 @@ class StreamCollision:
             self._limits = (limits, dt)
             self._bounded_speed = bool(np.all(np.isfinite(limits.max_velocity)
                                               | np.isfinite(limits.max_acceleration)))
-            self._speed_tops = list(zip((limits.max_acceleration * dt).tolist(),
-                                        limits.max_velocity.tolist()))
+            self._speed_steps = (limits.max_acceleration * dt).tolist()
+            self._speed_tops = list(zip(self._speed_steps, limits.max_velocity.tolist()))
             self._accelerations = limits.max_acceleration.tolist()
         if not self._bounded_speed:
             return None
@@ -270,11 +253,7 @@ class StreamCollision:
         if not np.any(delta):
             self._report(start)
             return proposed
-        end = self._bound(proposed)
-        # Both ends at least the margin by the anchor's bounds: so is the motion between.
-        if min(start.distance, end.distance) >= self._margin:
-            self._last = end
-            self._report(end)
+        if self._proven(previous, proposed, start):
             return proposed
         start = self._exact(start)
         floor = min(self._margin, start.distance)        # of the command
@@ -340,19 +319,34 @@ class StreamCollision:
         self._last = self._anchor = self._evaluate(q)
         return self._last
 
-    def _bound(self, q: np.ndarray) -> _Check:
+    def _proven(self, previous: np.ndarray, proposed: np.ndarray, start: _Check) -> bool:
         """
-        Return a lower bound of the clearance at q from the anchor (a measured check).
+        Return whether the motion is at least the margin clear by bounds; if so, it is sent.
 
-        Each row's distance falls at most its rate times |q - anchor.q| along the straight
-        motion to q. So along any motion whose ends are bounded from the same anchor the
-        clearance stays above the smaller end's bound: |p - anchor.q| is at most the ends'
-        mean, weighted as p lies between them, and the bound is linear in it.
+        From the anchor, else (the start clear by them, the end not) from a measurement
+        at the end: the next command's motion then starts at its anchor.
         """
-        anchor = self._anchor
-        fall = self._kinematics.rows @ np.abs(q - anchor.q)
-        return _Check(q.copy(), float((anchor.rows - fall).min()), anchor.first, anchor.second,
-                      exact=False)
+        bound = self._motion_bound(previous, proposed)
+        if bound >= self._margin:
+            self._last = _Check(proposed.copy(), bound, self._anchor.first,
+                                self._anchor.second, exact=False)
+        elif start.distance >= self._margin:
+            anchor = self._anchor
+            end = self._evaluate(proposed)
+            self._anchor = end
+            if end.distance < self._margin or \
+                    self._motion_bound(previous, proposed) < self._margin:
+                self._anchor = anchor
+                return False
+            self._last = end
+        else:
+            return False
+        self._report(self._last)
+        return True
+
+    def _motion_bound(self, start: np.ndarray, end: np.ndarray) -> float:
+        """Return a lower bound of the clearance along start -> end from the anchor."""
+        return self._kinematics.motion_bound(self._anchor, start, end, self._margin)
 
     def _evaluate(self, q: np.ndarray) -> _Check:
         """
@@ -398,125 +392,9 @@ class StreamCollision:
             else:   # the axes' points: their gap points out, inside or not
                 points, inward = np.array(found[1:3]), False
             anchor.gradient = self._kinematics.gradient(anchor, points, inward,
-                                                        len(self._model.names)).tolist()
+                                                        len(self._model.names))
         self._gradient_check = anchor
         return anchor.gradient
-
-
-class _Kinematics:
-    """A chain's joint reaches (the motion bound) and the closest pair's gradient."""
-
-    def __init__(self, chain: object, model: object, check_rows: object, obstacles: bool
-                 ) -> None:
-        """
-        Bound, per checked row and coordinate, how fast the row's distance can fall.
-
-        A row: a moving link against every obstacle, or a self pair (rows in that order).
-
-        A link against an obstacle: every joint that moves the link, at its reach to it. Two
-        links: the joints that move one of them but not the other; a joint moving both
-        turns them together, which keeps their distance.
-        """
-        self.chain = chain
-        joints = chain.joints
-        count = len(joints)
-        self.prismatic = np.array([joint.prismatic for joint in joints], dtype=bool)
-        self.axes_local = np.array([joint.axis for joint in joints], dtype=float)
-        moves = np.zeros((count + 1, count), dtype=bool)     # frame row -> joints moving it
-        for index, joint in enumerate(joints):
-            moves[index + 1] = moves[joint.parent + 1]
-            moves[index + 1, index] = True
-        length = np.array([np.linalg.norm(joint.origin_xyz) + (
-            max(abs(joint.lower), abs(joint.upper)) if joint.prismatic else 0.0)
-            for joint in joints])
-        # reach[b, j]: the farthest a surface point of body b lies from joint j moving it.
-        reach = np.zeros((len(model.bodies), count))
-        for row, body in enumerate(model.bodies):
-            extent = max(np.linalg.norm(body.start), np.linalg.norm(body.end)) + body.radius
-            joint, path = body.frame - 1, 0.0
-            while joint >= 0:
-                reach[row, joint] = 1.0 if joints[joint].prismatic else path + extent
-                path += length[joint]
-                joint = joints[joint].parent
-        self.body_frames = np.array([body.frame for body in model.bodies], dtype=int)
-        rows = [reach[model.moving]] if obstacles else []
-        if len(model.pairs):
-            first, second = model.pairs[:, 0], model.pairs[:, 1]
-            moves_first = moves[self.body_frames[first]]
-            moves_second = moves[self.body_frames[second]]
-            rows.append(np.where(moves_first & ~moves_second, reach[first], 0.0)
-                        + np.where(moves_second & ~moves_first, reach[second], 0.0))
-        coupling = np.zeros((count, chain.dof))
-        coupling[np.arange(count), chain.coordinate_of_joint] = (
-            chain.multipliers if chain.coupled else 1.0)
-        # joint rates to coordinate rates (None: one joint per coordinate, in order)
-        self.coupling = None if np.array_equal(coupling, np.eye(count)) else coupling
-        self.any_prismatic = bool(self.prismatic.any())
-        self.body_moves = moves[self.body_frames].astype(float)  # body -> joints moving it
-        # Per checked row (a link and the obstacles, a self pair) and coordinate.
-        self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
-            else np.zeros((1, chain.dof))
-        self.reach = self.rows.max(axis=0)  # per coordinate, over every pair
-        self.reaches = self.reach.tolist()
-        # The check's pairs (CheckRows.pairs: self pairs, then links against obstacles)
-        # grouped by row, for each row's least bound.
-        moving = {body: row for row, body in enumerate(model.moving.tolist())}
-        first_self = len(moving) if obstacles else 0
-        row_of = np.array([first_self + index if kind == 0 else moving[body]
-                           for index, (kind, body, _) in enumerate(check_rows.pairs)], dtype=int)
-        self._unbounded = bool(np.any(self.reach <= 0.0))   # a coordinate moving no row
-        self.row_of_pair = row_of
-        self._pair_order = np.argsort(row_of, kind='stable')
-        self._row_starts = np.searchsorted(row_of[self._pair_order], np.arange(len(self.rows)))
-        self._row_count = len(self.rows)
-
-    def row_bounds(self, pair_bounds: np.ndarray) -> np.ndarray:
-        """Return each row's least pair bound (inf for a row without pairs)."""
-        if not len(pair_bounds):
-            return np.full(self._row_count, np.inf)
-        return np.minimum.reduceat(pair_bounds.take(self._pair_order), self._row_starts)
-
-    def stopping(self, share: float, limits: object, dt: float) -> np.ndarray:
-        """Return per coordinate the speed from which it stops within `share` m by the bound."""
-        if not self._unbounded:
-            return braking_speed(share / self.reach, limits.max_acceleration, dt)
-        with np.errstate(divide='ignore'):
-            budget = np.where(self.reach > 0.0, share / self.reach, np.inf)
-        return np.where(np.isinf(budget), np.inf, braking_speed(
-            np.where(np.isinf(budget), 0.0, budget), limits.max_acceleration, dt))
-
-    def rate(self, delta: np.ndarray) -> float:
-        """Return how far (m) the clearance may fall along the joint motion delta."""
-        return float((self.rows @ np.abs(delta)).max())
-
-    def gradient(self, check: _Check, points: np.ndarray, inward: bool, bodies: int
-                 ) -> np.ndarray:
-        """
-        Return dc/dq from the closest pair's points (2, 3), base frame.
-
-        The points: on the links' axes, or on their surfaces (inward: their gap points
-        into the other body). Either gives the same normal speeds: a body's points on one
-        normal move alike along it.
-        """
-        gap = points[1] - points[0]
-        length = math.sqrt(float(gap @ gap))
-        if not length > 1e-12:
-            return np.zeros(self.chain.dof)
-        x, y, z = (gap / length * (-1.0 if inward else 1.0)).tolist()
-        world = check.world
-        axes = np.einsum('nij,nj->ni', world[1:, :3, :3], self.axes_local)
-        origins = world[1:, :3, 3]
-        # normal . (axis x (point - origin)) = point . turn - origin . turn, turn the
-        # normal x axis: one product per point, the origins' part shared.
-        turn = axes @ np.array([[0.0, z, -y], [-z, 0.0, x], [y, -x, 0.0]])
-        offset = np.einsum('ij,ij->i', origins, turn)
-        speeds = turn @ points.T - offset[:, None]      # (joints, 2)
-        if self.any_prismatic:
-            speeds[self.prismatic] = (axes[self.prismatic] @ np.array([x, y, z]))[:, None]
-        rate = -speeds[:, 0] * self.body_moves[check.first]
-        if check.second < bodies:
-            rate += speeds[:, 1] * self.body_moves[check.second]
-        return rate if self.coupling is None else rate @ self.coupling
 
 
 def guarded_step(controller: IkController, now: float) -> np.ndarray:

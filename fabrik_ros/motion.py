@@ -29,6 +29,7 @@ accelerations rad/s^2 and times seconds; ``inf`` means "no limit".
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 
 from fabrik_ros.chain import Chain
 import numpy as np
@@ -111,6 +112,17 @@ class MotionLimits:
 
 def braking_speed(distance: np.ndarray, max_acceleration: np.ndarray,
                   dt: float) -> np.ndarray:
+    """Return `braking_speed_of` of each joint (arrays of one shape, or broadcast)."""
+    distance = np.asarray(distance, dtype=float)
+    acceleration = np.asarray(max_acceleration, dtype=float)
+    if distance.shape != acceleration.shape:
+        distance, acceleration = np.broadcast_arrays(distance, acceleration)
+    # A joint's few operations in plain floats: numpy's per-call cost is most of it.
+    return np.array([braking_speed_of(d, a, dt) for d, a in zip(
+        distance.ravel().tolist(), acceleration.ravel().tolist())]).reshape(distance.shape)
+
+
+def braking_speed_of(distance: float, max_acceleration: float, dt: float) -> float:
     """
     Return the highest speed from which a joint still stops within ``distance``.
 
@@ -118,15 +130,16 @@ def braking_speed(distance: np.ndarray, max_acceleration: np.ndarray,
     ``speed*dt``, this step included, so a joint moving at the returned speed can land
     exactly on a point ``distance`` away and be at rest there. ``distance`` >= 0.
     """
-    distance = np.asarray(distance, dtype=float)
+    if max_acceleration == math.inf or distance == math.inf:
+        return math.inf
+    if not distance > 0.0:
+        return 0.0
     speed_step = max_acceleration * dt
-    with np.errstate(divide='ignore', invalid='ignore'):
-        # In units of a*dt (speed) and a*dt^2 (distance) the fastest stop from speed n
-        # covers n + (n-1) + ... down to the last partial step; invert that sum.
-        units = distance / (speed_step * dt)
-        steps = np.maximum(np.ceil((np.sqrt(1.0 + 8.0 * units) - 1.0) / 2.0) - 1.0, 0.0)
-        speed = speed_step * (units / (steps + 1.0) + steps / 2.0)
-    return np.where(np.isinf(max_acceleration), np.inf, np.where(distance > 0.0, speed, 0.0))
+    # In units of a*dt (speed) and a*dt^2 (distance) the fastest stop from speed n
+    # covers n + (n-1) + ... down to the last partial step; invert that sum.
+    units = distance / (speed_step * dt)
+    steps = max(math.ceil((math.sqrt(1.0 + 8.0 * units) - 1.0) / 2.0) - 1.0, 0.0)
+    return speed_step * (units / (steps + 1.0) + steps / 2.0)
 
 
 def limit_step(position: np.ndarray, velocity: np.ndarray, target: np.ndarray, dt: float,

@@ -1,0 +1,296 @@
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+How fast a chain's checked distances can change: the command stream's motion bounds.
+
+First order by the joints' reaches (any configuration): a point of a link moves at most
+sum |dq_i| R_i along the straight joint motion dq, R_i the farthest any surface of the
+link can be from joint i moving it (1 for a prismatic joint), so each row (a moving link
+against every obstacle, a self pair) falls at most its rate times |dq|.
+
+Direction-aware near a measured configuration (`Planes`): along a straight joint
+motion a point's acceleration is at most 3 W S, W = sum |dq_i| and S = sum |dq_i| R_i
+(each joint's velocity field changes with the joints before it: its axis turns at most
+W, its origin moves relative to the point at most W R_i + S), so the point's motion
+along a fixed normal is its Jacobian's first-order term within 1.5 W S. A pair's
+separating plane (fabrik_ros.collision.separation) follows its segments' ends: the
+bound falls only as fast as those ends move toward each other along its normal, not by
+the reach bound, so a motion along or away from an obstacle keeps it.
+"""
+
+from __future__ import annotations
+
+import math
+from operator import mul
+
+from fabrik_ros.collision.separation import separating_plane
+from fabrik_ros.motion import braking_speed_of
+import numpy as np
+
+INF = float('inf')
+PLANE_PAIRS = 8     # pairs a check's bounds follow by their separating planes, at most
+
+
+class Planes:
+    """
+    A measured check's pairs' separating planes, stacked: one product bounds them all.
+
+    Each plane's bound is the least over the other's ends of n.f (plus its side) and over
+    the body's ends of -(n.e + radius), each linear in the joint motion since the check.
+    """
+
+    def __init__(self, dof: int) -> None:
+        """Start without planes."""
+        self.index: dict[int, bool] = {}    # pair -> whether it has a plane
+        self.pairs: list[int] = []
+        self._dof = dof
+        self._ends: list[tuple[float, list[float]]] = []
+        self._starts: list[int] = []        # each plane's body ends, then its other's
+        self._bodies: list[tuple[int, int]] = []   # -1: a fixed obstacle
+        self._stack: tuple | None = None
+
+    def add(self, pair: int, plane: tuple | None) -> None:
+        """Keep a pair's plane (StreamBounds.plane), None: the pair has none."""
+        self.index[pair] = plane is not None
+        if plane is None:
+            return
+        near, far, bodies = plane
+        self.pairs.append(pair)
+        self._starts += [len(self._ends), len(self._ends) + len(near)]
+        self._ends += [(-side, [-v for v in speeds]) for side, speeds in near]
+        self._ends += [(side, [0.0] * self._dof if speeds is None else speeds)
+                       for side, speeds in far]
+        self._bodies.append(bodies)
+        self._stack = None
+
+    def bounds(self, deltas: np.ndarray, spread: np.ndarray, motion: StreamBounds
+               ) -> np.ndarray:
+        """Return each plane's bound over joint motions deltas (dof, k), |dq| <= spread."""
+        if self._stack is None:
+            self._stack = (np.array([side for side, _ in self._ends]),
+                           np.array([speeds for _, speeds in self._ends]),
+                           np.array(self._starts), np.array(self._bodies).T)
+        sides, speeds, starts, (first, second) = self._stack
+        ends = sides[:, None] + speeds @ deltas
+        least = np.minimum.reduceat(ends, starts, axis=0)
+        reach = motion.body_rates @ spread    # the bodies', then 0 for a fixed obstacle
+        second_order = 1.5 * float(motion.turn_sums @ spread) * (reach[first] + reach[second])
+        return (least[0::2] + least[1::2]).min(axis=1) - second_order
+
+
+class StreamBounds:
+    """A chain's joint reaches (the motion bounds), its pairs' planes and the gradient."""
+
+    def __init__(self, chain: object, model: object, check_rows: object, obstacles: bool
+                 ) -> None:
+        """
+        Bound, per checked row and coordinate, how fast the row's distance can fall.
+
+        A row: a moving link against every obstacle, or a self pair (rows in that order).
+
+        A link against an obstacle: every joint that moves the link, at its reach to it. Two
+        links: the joints that move one of them but not the other; a joint moving both
+        turns them together, which keeps their distance.
+        """
+        self.chain, self.check_rows = chain, check_rows
+        joints = chain.joints
+        count = len(joints)
+        prismatic = [joint.prismatic for joint in joints]
+        self.axes_local = np.array([joint.axis for joint in joints], dtype=float)
+        moves = np.zeros((count + 1, count), dtype=bool)     # frame row -> joints moving it
+        for index, joint in enumerate(joints):
+            moves[index + 1] = moves[joint.parent + 1]
+            moves[index + 1, index] = True
+        length = np.array([np.linalg.norm(joint.origin_xyz) + (
+            max(abs(joint.lower), abs(joint.upper)) if joint.prismatic else 0.0)
+            for joint in joints])
+        # reach[b, j]: the farthest a surface point of body b lies from joint j moving it.
+        reach = np.zeros((len(model.bodies), count))
+        for row, body in enumerate(model.bodies):
+            extent = max(np.linalg.norm(body.start), np.linalg.norm(body.end)) + body.radius
+            joint, path = body.frame - 1, 0.0
+            while joint >= 0:
+                reach[row, joint] = 1.0 if joints[joint].prismatic else path + extent
+                path += length[joint]
+                joint = joints[joint].parent
+        self.body_frames = np.array([body.frame for body in model.bodies], dtype=int)
+        rows = [reach[model.moving]] if obstacles else []
+        if len(model.pairs):
+            first, second = model.pairs[:, 0], model.pairs[:, 1]
+            moves_first = moves[self.body_frames[first]]
+            moves_second = moves[self.body_frames[second]]
+            rows.append(np.where(moves_first & ~moves_second, reach[first], 0.0)
+                        + np.where(moves_second & ~moves_first, reach[second], 0.0))
+        coupling = np.zeros((count, chain.dof))
+        coupling[np.arange(count), chain.coordinate_of_joint] = (
+            chain.multipliers if chain.coupled else 1.0)
+        # joint rates to coordinate rates (None: one joint per coordinate, in order)
+        # Per joint: its coordinate and multiplier; per body: the joints moving it.
+        self.coordinate_of = [(int(c), float(coupling[j, c])) for j, c in enumerate(
+            chain.coordinate_of_joint.tolist())]
+        self.prismatic_joints = prismatic
+        self.body_joints = [np.flatnonzero(row).tolist() for row in moves[self.body_frames]]
+        # Per checked row (a link and the obstacles, a self pair) and coordinate.
+        self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
+            else np.zeros((1, chain.dof))
+        self.reaches = self.rows.max(axis=0).tolist()  # per coordinate, over every pair
+        # Second order: each body's full reach per coordinate, and |joint| per coordinate.
+        self.body_rates = np.vstack((reach @ np.abs(coupling), np.zeros(chain.dof)))
+        self.turn_sums = np.abs(coupling).sum(axis=0)
+        # The check's pairs (CheckRows.pairs: self pairs, then links against obstacles)
+        # grouped by row, for each row's least bound.
+        moving = {body: row for row, body in enumerate(model.moving.tolist())}
+        first_self = len(moving) if obstacles else 0
+        row_of = np.array([first_self + index if kind == 0 else moving[body]
+                           for index, (kind, body, _) in enumerate(check_rows.pairs)], dtype=int)
+        self.row_of_pair = row_of
+        self._pair_order = np.argsort(row_of, kind='stable')
+        self._row_starts = np.searchsorted(row_of[self._pair_order], np.arange(len(self.rows)))
+        self._row_count = len(self.rows)
+
+    def row_bounds(self, pair_bounds: np.ndarray) -> np.ndarray:
+        """Return each row's least pair bound (inf for a row without pairs)."""
+        if not len(pair_bounds):
+            return np.full(self._row_count, np.inf)
+        return np.minimum.reduceat(pair_bounds.take(self._pair_order), self._row_starts)
+
+    def stopping(self, share: float, speeds: list[float], approaching: list[bool],
+                 speed_steps: list[float], accelerations: list[float], dt: float
+                 ) -> list[float] | None:
+        """
+        Return per coordinate the speed from which it stops within `share` m by the bound.
+
+        None where every approaching joint stops within its share from any speed it
+        reaches: a joint at speed s stops within s dt + s^2 / 2a (this step, then at most
+        the continuous braking distance); within one step it gets no faster than
+        |v| + a dt. So where its share of the room by the bound holds that from
+        |v| + 2 a dt, its stopping speed is above what the limiter can reach and the cap
+        could not bind (a jogger's acceleration in force after a narrowed limit: up to
+        twice it).
+        """
+        for v, go, step, acceleration, reach in zip(speeds, approaching, speed_steps,
+                                                    accelerations, self.reaches):
+            fastest = abs(v) + 2.0 * step
+            if go and not (reach > 0.0 and acceleration < INF and share / reach
+                           >= fastest * dt + fastest * fastest / (2.0 * acceleration)):
+                return [INF if reach <= 0.0 else braking_speed_of(share / reach, acceleration, dt)
+                        for reach, acceleration in zip(self.reaches, accelerations)]
+        return None
+
+    def rate(self, delta: np.ndarray) -> float:
+        """Return how far (m) the clearance may fall along the joint motion delta."""
+        return float((self.rows @ np.abs(delta)).max())
+
+    def motion_bound(self, anchor: object, start: np.ndarray, end: np.ndarray, margin: float
+                     ) -> float:
+        """
+        Return a lower bound of the clearance along the straight motion start -> end.
+
+        From a measured check (the anchor): each pair's bound less its row's rate times
+        the larger end's |q - anchor.q| (along the motion |q - anchor.q| is at most that,
+        per coordinate); where that is below the margin, also its separating plane's:
+        concave along the motion but for its second order, which holds for the same
+        larger ends, so its least is at an end.
+        """
+        start_delta, end_delta = start - anchor.q, end - anchor.q
+        spread = np.maximum(np.abs(start_delta), np.abs(end_delta))
+        falls = self.rows @ spread
+        least = float((anchor.rows - falls).min())     # each row's least pair's
+        if least >= margin:
+            return least
+        lows = anchor.pairs - falls.take(self.row_of_pair)
+        weak = (lows < margin).nonzero()[0]
+        if anchor.planes is None:
+            anchor.planes = Planes(len(spread))
+        planes = anchor.planes
+        missing = [pair for pair in weak.tolist() if pair not in planes.index]
+        for pair in sorted(missing, key=lows.item)[:max(PLANE_PAIRS - len(planes.pairs), 0)]:
+            planes.add(pair, self.plane(anchor, pair))
+        if planes.pairs:
+            lows[planes.pairs] = np.maximum(lows[planes.pairs], planes.bounds(
+                np.stack((start_delta, end_delta), axis=1), spread, self))
+        return float(lows.min())
+
+    def plane(self, check: object, pair: int) -> tuple | None:
+        """
+        Return a measured check's pair's plane: its body's ends, its other's, the bodies.
+
+        Each end: n.x (plus the radius, or the other's side) and its dq speeds along n;
+        a fixed obstacle: its side and None. None where the pair has no normal there.
+        """
+        rows = self.check_rows
+        found = separating_plane(rows, check.points, pair)
+        if found is None:
+            return None
+        normal, ends, radius, other_ends, side = found
+        _, body, other = rows.pairs[pair]
+        frames = self._frames(check)
+        near = [(sum(map(mul, normal, end)) + radius, speeds) for end, speeds in zip(
+            ends, self._normal_speeds(frames, normal, ends, body))]
+        if other_ends is None:
+            return near, [(side, None)], (body, -1)
+        far = [(sum(map(mul, normal, end)) + side, speeds) for end, speeds in zip(
+            other_ends, self._normal_speeds(frames, normal, other_ends, other))]
+        return near, far, (body, other)
+
+    def gradient(self, check: object, points: np.ndarray, inward: bool, bodies: int
+                 ) -> list[float]:
+        """
+        Return dc/dq from the closest pair's points (2, 3), base frame.
+
+        The points: on the links' axes, or on their surfaces (inward: their gap points
+        into the other body). Either gives the same normal speeds: a body's points on one
+        normal move alike along it.
+        """
+        gap = points[1] - points[0]
+        length = math.sqrt(float(gap @ gap))
+        if not length > 1e-12:
+            return [0.0] * self.chain.dof
+        normal = (gap / length * (-1.0 if inward else 1.0)).tolist()
+        frames, first, second = self._frames(check), points[0].tolist(), points[1].tolist()
+        rate = [-v for v in self._normal_speeds(frames, normal, [first], check.first)[0]]
+        if check.second < bodies:
+            rate = [a + b for a, b in zip(rate, self._normal_speeds(
+                frames, normal, [second], check.second)[0])]
+        return rate
+
+    def _frames(self, check: object) -> tuple[list, list]:
+        """Return a measured check's joint axes and origins (base frame), kept on it."""
+        if check.axes is None:
+            world = check.world
+            check.axes = (np.einsum('nij,nj->ni', world[1:, :3, :3], self.axes_local).tolist(),
+                          world[1:, :3, 3].tolist())
+        return check.axes
+
+    def _normal_speeds(self, frames: tuple, normal: list, points: list, body: int
+                       ) -> list[list[float]]:
+        """Return d(normal . point)/dq of each point (base frame) as a body's, per coordinate."""
+        axes, origins = frames
+        x, y, z = normal
+        speeds = [[0.0] * self.chain.dof for _ in points]
+        for joint in self.body_joints[body]:
+            ax, ay, az = axes[joint]
+            if self.prismatic_joints[joint]:
+                along = x * ax + y * ay + z * az
+                values = [along] * len(points)
+            else:   # normal . (axis x (point - origin)) = (point - origin) . (normal x axis)
+                tx, ty, tz = y * az - z * ay, z * ax - x * az, x * ay - y * ax
+                ox, oy, oz = origins[joint]
+                offset = ox * tx + oy * ty + oz * tz
+                values = [px * tx + py * ty + pz * tz - offset for px, py, pz in points]
+            coordinate, multiplier = self.coordinate_of[joint]
+            for row, value in zip(speeds, values):
+                row[coordinate] += multiplier * value
+        return speeds
