@@ -151,6 +151,15 @@ class ControllerContract(RuleBasedStateMachine):
         self.velocity = np.zeros(self.model.dof)
         self.inside[:] = True
 
+    def stops_inside(self, p: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """Tell which joints at p, at the last velocity, can stop within lower..upper."""
+        v = self.velocity
+        room = np.where(v > 0.0, upper - p, p - lower) - np.abs(v) * DT / 2.0
+        with np.errstate(divide='ignore', invalid='ignore'):
+            needed = np.where(v == 0.0, 0.0, np.where(room > 0.0, v * v / (2.0 * room),
+                                                      np.inf))
+        return (p >= lower) & (p <= upper) & (needed <= self.acceleration_bound * (1 - 1e-9))
+
     def check_command(self, update) -> None:
         command = update.command
         if command is None:
@@ -164,7 +173,7 @@ class ControllerContract(RuleBasedStateMachine):
         inside = (position >= motion.lower) & (position <= motion.upper)
         assert not np.any(self.inside & ~inside), 'left the position range in force'
         # Joints outside a narrowed range move into it, also while feedback is stale.
-        outside, self.inside = ~self.inside, self.inside | inside
+        outside = ~self.inside
         step = position - self.previous
         if self.streaming:
             velocity = step / DT
@@ -192,6 +201,9 @@ class ControllerContract(RuleBasedStateMachine):
             assert np.all(np.abs(step) <= max_step), 'jumped past max_joint_step'
             if self.stale():
                 assert np.all((step == 0.0) | outside), 'moved while feedback was stale'
+        # A joint braking through a narrowed range is in it for a while before it passes
+        # the bound and comes back: it must stay once it is in and can stop there.
+        self.inside |= self.stops_inside(position, motion.lower, motion.upper)
         self.previous = position
 
     def check_body(self, before: np.ndarray, seconds: float) -> None:
@@ -398,13 +410,7 @@ class ControllerContract(RuleBasedStateMachine):
         if self.previous is not None:
             # A joint stays within the new range if it can still stop there at the
             # acceleration in force; else it brakes at that, past the range and back.
-            v, p = self.velocity, self.previous
-            room = np.where(v > 0.0, new.upper - p, p - new.lower) - np.abs(v) * DT / 2.0
-            with np.errstate(divide='ignore', invalid='ignore'):
-                needed = np.where(v == 0.0, 0.0, np.where(room > 0.0, v * v / (2.0 * room),
-                                                          np.inf))
-            self.inside = ((p >= new.lower) & (p <= new.upper)
-                           & (needed <= self.acceleration_bound * (1 - 1e-9)))
+            self.inside = self.stops_inside(self.previous, new.lower, new.upper)
             if not self.inside.all():
                 event('a narrowed range leaves a joint outside')
 
