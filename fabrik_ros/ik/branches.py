@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .wrist import _offset_branches, _planar_pair, _sinusoid_roots, _within, OffsetWrist
+from .wrist import _planar_pair, _within, offset_wrist_branches, OffsetWrist
 
 
 def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],
@@ -39,27 +39,8 @@ def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],
     takes them; each angle turned by whole turns to lie within the limits nearest the seed.
     Plain floats: a handful of 3-vectors, cheaper than numpy's per-call cost.
     """
-    (ax, ay, az), (ox, oy, oz) = arm.first
-    nx, ny, nz = arm.parallel
-    cx, cy, cz = arm.centre
-    r = [float(value) for value in rotation]
-    px, py, pz = (float(value) for value in position)
-    # Where the last two axes meet, from the first axis's point; the first angle puts it
-    # in the parallel joints' plane (see offset_wrist_angles).
-    wx = px + r[0] * cx + r[1] * cy + r[2] * cz - ox
-    wy = py + r[3] * cx + r[4] * cy + r[5] * cz - oy
-    wz = pz + r[6] * cx + r[7] * cy + r[8] * cz - oz
-    first_along, plane = arm.plane
-    along = (ax * wx + ay * wy + az * wz) * first_along
-    z = arm.zero
-    relative = [r[i] * z[j] + r[i + 1] * z[j + 1] + r[i + 2] * z[j + 2]
-                for i in (0, 3, 6) for j in (0, 3, 6)]
-    branches: list[tuple] = []
-    for t1 in _sinusoid_roots(
-            wx * nx + wy * ny + wz * nz - along,
-            -((ay * wz - az * wy) * nx + (az * wx - ax * wz) * ny + (ax * wy - ay * wx) * nz),
-            along + plane):
-        _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
+    branches = offset_wrist_branches(arm, [float(value) for value in position],
+                                     [float(value) for value in rotation])
     s3, s4 = arm.signs
     seed, lower, upper = [float(value) for value in seed], list(lower), list(upper)
     found = []

@@ -381,16 +381,14 @@ def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
         axis_pair(floats(parallel), floats(axes[4])))
 
 
-def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: Sequence[float],
-                        seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
-                        ) -> list[float] | None:
+def offset_wrist_branches(arm: OffsetWrist, position: Sequence[float],
+                          rotation: Sequence[float]) -> list[tuple]:
     """
-    Return the joint angles (radians) that put the tool at a pose, nearest the seed.
+    Return the wrist's branches of a tool pose, each (t1, t234, t5, t6, shoulder's goal).
 
-    position: metres, rotation: row-major 9-tuple, the tool's target in the base frame. Of
-    the up to eight solutions (shoulder, wrist and elbow either way) within the limits, each
-    angle turned by whole turns where that brings it inside them, the one nearest the seed;
-    None if none (out of reach, or at a singularity: the sixth axis along the parallel ones).
+    position and rotation as offset_wrist_angles takes them; up to four branches (the
+    first joint and the wrist either way), the goal of the shoulder and elbow for each (see
+    _offset_branches), before any limit.
     """
     (ax, ay, az), (ox, oy, oz) = arm.first
     nx, ny, nz = arm.parallel
@@ -414,6 +412,21 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     branches: list[tuple[float, ...]] = []
     for t1 in _sinusoid_roots(a, b, along + plane):
         _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
+    return branches
+
+
+def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: Sequence[float],
+                        seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
+                        ) -> list[float] | None:
+    """
+    Return the joint angles (radians) that put the tool at a pose, nearest the seed.
+
+    position: metres, rotation: row-major 9-tuple, the tool's target in the base frame. Of
+    the up to eight solutions (shoulder, wrist and elbow either way) within the limits, each
+    angle turned by whole turns where that brings it inside them, the one nearest the seed;
+    None if none (out of reach, or at a singularity: the sixth axis along the parallel ones).
+    """
+    branches = offset_wrist_branches(arm, position, rotation)
     # The wrist's branches nearest the seed first (their first, fifth and sixth angles):
     # the shoulder's and elbow's part of the distance only adds to theirs.
     s1, s5, s6 = seed[0], seed[4], seed[5]
