@@ -115,14 +115,14 @@ def test_unreachable_target_stretches_toward_it_and_reports_the_distance(start_n
                                                                          chain):
     start_arm(start_node, client)
     target = np.array([2.0, 0.0, 0.0])  # the arm is 0.8 m long
-    sent = time.time()
     client.send_pose(target)
     command = client.next_command()
     assert command is not None
+    commanded = time.time()  # a status stamped before the solve has no error to report yet
     tip = chain.tip_position(np.array(command.position))
     assert np.linalg.norm(tip) == pytest.approx(0.8, abs=MM)  # stretched out straight
     assert tip_error(chain, command, target) == pytest.approx(1.2, abs=MM)
-    status = client.status_after('/ik_node', sent)
+    status = client.status_after('/ik_node', commanded)
     assert status['reached'] == 'False'
     assert float(status['error_m']) == pytest.approx(1.2, abs=MM)
 
