@@ -57,7 +57,8 @@ def panda_like_arm(real: Real) -> Chain:
     def across(v: np.ndarray) -> np.ndarray:
         w = np.cross(v, unit_vector(real))
         if np.linalg.norm(w) < 0.1:
-            w = np.cross(v, [1.0, 0.0, 0.0] if abs(v[0]) < 0.9 else [0.0, 1.0, 0.0])
+            w = np.cross(v, [1.0, 0.0, 0.0] if abs(v[0]) < 0.9 * np.linalg.norm(v)
+                         else [0.0, 1.0, 0.0])
         return w / np.linalg.norm(w)
 
     def turn():
