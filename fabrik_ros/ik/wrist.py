@@ -38,8 +38,9 @@ from typing import NamedTuple, Sequence
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
-from .subproblems import (_apply, _carry, _cross, _dot, _nearer, _nearest, _sinusoid_roots,
-                          _turn_angle, _turned, _within, axis_pair, AxisPair)
+from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _dot, _nearer,
+                          _nearest, _sinusoid_roots, _spun, _turn_angle_from, _turned, _within,
+                          axis_pair, AxisPair, Spin, spin)
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
 _CENTRE_OFF = 1e-3      # of the tolerance: axes passing this close to one point meet there
@@ -101,13 +102,35 @@ class SphericalWrist(NamedTuple):
     pair: AxisPair                      # the first two axes (not parallel)
     third: tuple[float, float, float]   # the third axis
     across: tuple[float, float, float]  # a direction across the third axis
+    third_split: tuple[float, tuple[float, float, float]]  # a3 along and across a2 (_across)
+    across_third: tuple[float, float, float]  # across's part across a3
 
 
 def spherical_wrist(axes: Sequence[Sequence[float]]) -> SphericalWrist:
     """Return the wrist of three unit axes a1, a2, a3 through one point, a1 and a2 not parallel."""
     a1, a2, a3 = (tuple(float(x) for x in axis) for axis in axes)
-    return SphericalWrist(axis_pair(a1, a2), a3,
-                          _cross(a3, (1.0, 0.0, 0.0) if abs(a3[0]) < 0.9 else (0.0, 1.0, 0.0)))
+    across = _cross(a3, (1.0, 0.0, 0.0) if abs(a3[0]) < 0.9 else (0.0, 1.0, 0.0))
+    return SphericalWrist(axis_pair(a1, a2), a3, across, _across(a2, a3), _across(a3, across)[1])
+
+
+def _wrist_pairs(wrist: SphericalWrist, turn: Sequence[float]
+                 ) -> tuple[list[tuple[float, float]], Spin]:
+    """
+    Return the first two angles of the wrist's solutions for a turn, and their third's spin.
+
+    a3's own turn leaves a3 put: a1's and a2's carry it onto turn @ a3 (subproblem 2), then
+    a3's turns any direction across it the rest of the way (subproblem 1), which is
+    turn @ across turned back about a1 and a2 (_wrist_third, from the spin about a1).
+    """
+    pair = wrist.pair
+    return (_carry_across(pair, wrist.third_split, _across(pair.first, _apply(turn, wrist.third))),
+            spin(pair.first, _apply(turn, wrist.across)))
+
+
+def _wrist_third(wrist: SphericalWrist, carried: Spin, t1: float, t2: float) -> float:
+    """Return the third angle of the wrist's solution whose first two are t1, t2 (see above)."""
+    return _turn_angle_from(wrist.third, wrist.across_third,
+                            _turned(wrist.pair.second, -t2, _spun(carried, -t1)))
 
 
 def wrist_angles(wrist: SphericalWrist, turn: Sequence[float], seed: Sequence[float],
@@ -133,23 +156,17 @@ def nearest_wrist_angles(wrist: SphericalWrist, turn: Sequence[float], seed: Seq
     None where no solution fits the limits nearer than bound (radians squared): a branch
     whose first two angles are already that far from the seed skips its third.
     """
-    pair, a3, across = wrist
-    a1, a2 = pair.first, pair.second
-    # a3's own turn leaves a3 put: a1's and a2's carry it onto turn @ a3 (subproblem 2),
-    # then a3's turns any direction across it the rest of the way (subproblem 1), which is
-    # turn @ across turned back about a1 and a2.
-    carried = _apply(turn, across)
     best, distance = None, bound
     s1, s2, s3 = seed
-    for t1, t2 in _carry(pair, a3, _apply(turn, a3)):
+    pairs, carried = _wrist_pairs(wrist, turn)
+    for t1, t2 in pairs:
         f1, f2 = _within(t1, s1, lower[0], upper[0]), _within(t2, s2, lower[1], upper[1])
         if f1 is None or f2 is None:
             continue
         moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
         if moved >= distance:
             continue
-        f3 = _within(_turn_angle(a3, across, _turned(a2, -t2, _turned(a1, -t1, carried))),
-                     s3, lower[2], upper[2])
+        f3 = _within(_wrist_third(wrist, carried, t1, t2), s3, lower[2], upper[2])
         if f3 is not None:
             moved += (f3 - s3) ** 2
             if moved < distance:
@@ -316,13 +333,10 @@ class OffsetWrist(NamedTuple):
     signs: tuple[float, float]          # the third and fourth axes along it (+1 or -1)
     second: tuple[float, float, float]  # a point on the second axis
     third: tuple[tuple[float, float, float], tuple[float, float, float]]  # axis, a point
-    fifth: tuple[float, float, float]   # the fifth axis
-    sixth: tuple[float, float, float]   # the sixth axis
     meet: tuple[float, float, float]    # where the fourth axis meets the fifth
     reach: float                        # from there along the fifth axis to the sixth
     centre: tuple[float, float, float]  # where the fifth axis meets the sixth, tool frame
     zero: tuple[float, ...]             # the tool's rotation
-    across: tuple[float, float, float]  # a direction across the sixth axis
     plane: tuple[float, float]          # the first axis along n; the first's point from
     #                                     the meeting point, along n
     shift: tuple[float, float, float]   # the first axis's point from the second's
@@ -330,7 +344,9 @@ class OffsetWrist(NamedTuple):
     offset: tuple[float, float, float]  # the third axis from the second, across n
     planar: tuple[float, float, float]  # offset . lever, offset . (a3 x lever), and
     #                                     |offset|^2 + |lever|^2 (see _planar_pair)
-    pair: AxisPair                      # the parallel axes' direction and the fifth axis
+    wrist: SphericalWrist               # the parallel axes' direction, the fifth, the sixth
+    fifth: Spin                         # the fifth axis about the parallel ones
+    lever_spin: Spin                    # lever about the third axis
 
 
 def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
@@ -365,20 +381,19 @@ def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
     def across_n(v: np.ndarray) -> tuple[float, float, float]:
         return floats(v - float(v @ parallel) * parallel)
 
-    sixth = floats(axes[5])
     lever, offset = across_n(meet - points[2]), across_n(points[2] - points[1])
     return OffsetWrist(
         (floats(axes[0]), floats(points[0])), floats(parallel),
         (float(np.sign(parallel @ axes[2])), float(np.sign(parallel @ axes[3]))),
-        floats(points[1]), (floats(axes[2]), floats(points[2])), floats(axes[4]),
-        sixth, floats(meet), float((centre - meet) @ axes[4]),
+        floats(points[1]), (floats(axes[2]), floats(points[2])), floats(meet),
+        float((centre - meet) @ axes[4]),
         floats(tool[:3, :3].T @ (centre - tool[:3, 3])), tuple(tool[:3, :3].ravel().tolist()),
-        _cross(sixth, (1.0, 0.0, 0.0) if abs(sixth[0]) < 0.9 else (0.0, 1.0, 0.0)),
         (float(axes[0] @ parallel), float((points[0] - meet) @ parallel)),
         floats(points[0] - points[1]), lever, offset,
         (_dot(offset, lever), _dot(offset, _cross(floats(axes[2]), lever)),
          _dot(offset, offset) + _dot(lever, lever)),
-        axis_pair(floats(parallel), floats(axes[4])))
+        spherical_wrist((parallel, axes[4], axes[5])), spin(floats(parallel), floats(axes[4])),
+        spin(floats(axes[2]), lever))
 
 
 def offset_wrist_branches(arm: OffsetWrist, position: Sequence[float],
@@ -474,21 +489,20 @@ def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
             b3 * m[1] + b4 * m[4] + b5 * m[7], b3 * m[2] + b4 * m[5] + b5 * m[8],
             b6 * m[0] + b7 * m[3] + b8 * m[6], b6 * m[1] + b7 * m[4] + b8 * m[7],
             b6 * m[2] + b7 * m[5] + b8 * m[8])
-    n, fifth, sixth, across = arm.parallel, arm.fifth, arm.sixth, arm.across
-    carried = _apply(turn, across)
     # The corner turned back about the first axis, from the second axis's point.
     wx, wy, wz = w
     sx, sy, sz = arm.shift
     gx = b0 * wx + b1 * wy + b2 * wz + sx
     gy = b3 * wx + b4 * wy + b5 * wz + sy
     gz = b6 * wx + b7 * wy + b8 * wz + sz
-    reach = arm.reach
-    for t234, t5 in _carry(arm.pair, sixth, _apply(turn, sixth)):
-        t6 = _turn_angle(sixth, across, _turned(fifth, -t5, _turned(n, -t234, carried)))
+    reach, wrist = arm.reach, arm.wrist
+    pairs, carried = _wrist_pairs(wrist, turn)
+    for t234, t5 in pairs:
         # The fourth axis meets the fifth where the fifth, turned, leads back from the
         # corner; the shoulder and elbow bring it there (see _planar_pair).
-        fx, fy, fz = _turned(n, t234, fifth)
-        branches.append((t1, t234, t5, t6, (gx - reach * fx, gy - reach * fy, gz - reach * fz)))
+        fx, fy, fz = _spun(arm.fifth, t234)
+        branches.append((t1, t234, t5, _wrist_third(wrist, carried, t234, t5),
+                         (gx - reach * fx, gy - reach * fy, gz - reach * fz)))
 
 
 def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, float]]:
@@ -504,11 +518,18 @@ def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, f
     goal = (goal[0] - along * n[0], goal[1] - along * n[1], goal[2] - along * n[2])
     a, b, lengths = arm.planar
     c = (goal[0] * goal[0] + goal[1] * goal[1] + goal[2] * goal[2] - lengths) / 2.0
-    a3, lever, (px, py, pz) = arm.third[0], arm.lever, arm.offset
+    (px, py, pz), (nx, ny, nz) = arm.offset, n
+    # _turn_angle(n, offset + lever turned, goal), goal's part across n split off once.
+    along = nx * goal[0] + ny * goal[1] + nz * goal[2]
+    vx, vy, vz = goal[0] - along * nx, goal[1] - along * ny, goal[2] - along * nz
     pairs = []
     for t3 in _sinusoid_roots(a, b, -c):
-        rx, ry, rz = _turned(a3, t3, lever)
-        pairs.append((_turn_angle(n, (px + rx, py + ry, pz + rz), goal), t3))
+        rx, ry, rz = _spun(arm.lever_spin, t3)
+        rx, ry, rz = px + rx, py + ry, pz + rz
+        along = nx * rx + ny * ry + nz * rz
+        ux, uy, uz = rx - along * nx, ry - along * ny, rz - along * nz
+        pairs.append((math.atan2(nx * (uy * vz - uz * vy) + ny * (uz * vx - ux * vz)
+                                 + nz * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz), t3))
     return pairs
 
 
