@@ -210,6 +210,7 @@ class Shoulder(NamedTuple):
     lever: tuple[float, float, float]   # the tip from the elbow's point
     sinusoid: tuple[float, float, float]  # |tip - S|^2 = c - a cos t - b sin t: (a, b, c)
     pair: AxisPair                      # the first two axes
+    lever_spin: Spin                    # the lever about the elbow's axis
 
 
 def spherical_shoulder(arm: Chain, tolerance: float) -> Shoulder | None:
@@ -247,7 +248,7 @@ def spherical_shoulder(arm: Chain, tolerance: float) -> Shoulder | None:
                     (tuple(float(x) for x in elbow), tuple(float(x) for x in at)),
                     tuple(float(x) for x in lever),
                     (a, b, float(v @ v + lever @ lever + 2.0 * v @ along)),
-                    axis_pair(*arm_axes[:2]))
+                    axis_pair(*arm_axes[:2]), spin(arm_axes[-1], tuple(float(x) for x in lever)))
 
 
 def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None,
@@ -268,20 +269,31 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     scale = 1.0 / math.sqrt(squared)
     toward = (dx * scale, dy * scale, dz * scale)
     a, b, c = shoulder.sinusoid
-    (elbow, (ex, ey, ez)), lever = shoulder.elbow, shoulder.lever
+    (ex, ey, ez), pair = shoulder.elbow[1], shoulder.pair
+    # The angles every solution shares fitted once: the free one, each elbow root's.
+    fixed = []
+    if free is not None:
+        fixed.append(_within(free, seed[2], lower[2], upper[2]))
+        if fixed[0] is None:
+            return []
+    k = len(seed) - 1
+    (s1, s2), (l1, l2), (u1, u2) = seed[:2], lower[:2], upper[:2]
+    toward = _across(pair.first, toward)     # (split once for both roots' subproblem 2)
     found = []
     for te in _sinusoid_roots(-a, -b, c - squared):
-        lx, ly, lz = _turned(elbow, te, lever)
+        elbow = _within(te, seed[k], lower[k], upper[k])
+        if elbow is None:
+            continue
+        lx, ly, lz = _spun(shoulder.lever_spin, te)
         p = (ex + lx - sx, ey + ly - sy, ez + lz - sz)
         if free is not None:
             p = _turned(shoulder.axes[2], free, p)
         norm = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
         p = (p[0] / norm, p[1] / norm, p[2] / norm)
-        for t1, t2 in _carry(shoulder.pair, p, toward):
-            angles = (t1, t2, te) if free is None else (t1, t2, free, te)
-            fitted = [_within(t, s, lo, hi) for t, s, lo, hi in zip(angles, seed, lower, upper)]
-            if None not in fitted:
-                found.append(fitted)
+        for t1, t2 in _carry_across(pair, _across(pair.second, p), toward):
+            f1, f2 = _within(t1, s1, l1, u1), _within(t2, s2, l2, u2)
+            if f1 is not None and f2 is not None:
+                found.append([f1, f2, *fixed, elbow])
     return found
 
 
