@@ -38,6 +38,7 @@ from typing import NamedTuple, Sequence
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
+from .rotations import _product, _turn
 from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _dot, _nearer,
                           _nearest, _sinusoid_roots, _spun, _turn_angle_from, _turned, _within,
                           axis_pair, AxisPair, Spin, spin)
@@ -433,9 +434,7 @@ def offset_wrist_branches(arm: OffsetWrist, position: Sequence[float],
     b = -((ay * wz - az * wy) * nx + (az * wx - ax * wz) * ny + (ax * wy - ay * wx) * nz)
     # The rest of the orientation: a wrist of three axes (the parallel joints' sum, the
     # fifth, the sixth), as a spherical wrist's (see wrist_angles).
-    z = arm.zero
-    relative = [r[i] * z[j] + r[i + 1] * z[j + 1] + r[i + 2] * z[j + 2]
-                for i in (0, 3, 6) for j in (0, 3, 6)]
+    relative = _turn(r, arm.zero)
     branches: list[tuple[float, ...]] = []
     for t1 in _sinusoid_roots(a, b, along + plane):
         _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
@@ -495,12 +494,6 @@ def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
             ax * ay * v - az * s, c + ay * ay * v, az * ay * v + ax * s,
             ax * az * v + ay * s, ay * az * v - ax * s, c + az * az * v)
     b0, b1, b2, b3, b4, b5, b6, b7, b8 = back
-    m = relative
-    turn = (b0 * m[0] + b1 * m[3] + b2 * m[6], b0 * m[1] + b1 * m[4] + b2 * m[7],
-            b0 * m[2] + b1 * m[5] + b2 * m[8], b3 * m[0] + b4 * m[3] + b5 * m[6],
-            b3 * m[1] + b4 * m[4] + b5 * m[7], b3 * m[2] + b4 * m[5] + b5 * m[8],
-            b6 * m[0] + b7 * m[3] + b8 * m[6], b6 * m[1] + b7 * m[4] + b8 * m[7],
-            b6 * m[2] + b7 * m[5] + b8 * m[8])
     # The corner turned back about the first axis, from the second axis's point.
     wx, wy, wz = w
     sx, sy, sz = arm.shift
@@ -508,7 +501,7 @@ def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
     gy = b3 * wx + b4 * wy + b5 * wz + sy
     gz = b6 * wx + b7 * wy + b8 * wz + sz
     reach, wrist = arm.reach, arm.wrist
-    pairs, carried = _wrist_pairs(wrist, turn)
+    pairs, carried = _wrist_pairs(wrist, _product(back, relative))
     for t234, t5 in pairs:
         # The fourth axis meets the fifth where the fifth, turned, leads back from the
         # corner; the shoulder and elbow bring it there (see _planar_pair).
