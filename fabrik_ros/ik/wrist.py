@@ -299,26 +299,36 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
 
 
 def turned_back(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
-                vectors: Sequence[Sequence[float]]) -> list[tuple[float, float, float]]:
+                turn: Sequence[float]) -> tuple[float, ...]:
     """
-    Return the vectors turned back by joints in a row: (R(a1, t1) ... R(ak, tk))^T v.
+    Return (R(a1, t1) ... R(ak, tk))^T turn: a row-major 3x3's columns turned back by joints.
 
     axes: unit axes at q = 0, base frame (a product of exponentials: the turns of joints in
-    a row compose in this order whatever the joints' offsets).
+    a row compose in this order whatever the joints' offsets). Each column as
+    turned_back_vector turns it, the three in step (unpacked once, not a tuple per turn).
     """
-    turned = list(vectors)
+    x0, x1, x2, y0, y1, y2, z0, z1, z2 = turn
     for (ax, ay, az), angle in zip(axes, angles):
-        # _turned's Rodrigues, its cosine and sine once per joint.
         c, s = math.cos(-angle), math.sin(-angle)
         ones = 1.0 - c
-        moved = []
-        for x, y, z in turned:
-            along = (ax * x + ay * y + az * z) * ones
-            moved.append((x * c + (ay * z - az * y) * s + ax * along,
-                          y * c + (az * x - ax * z) * s + ay * along,
-                          z * c + (ax * y - ay * x) * s + az * along))
-        turned = moved
-    return turned
+        a0 = (ax * x0 + ay * y0 + az * z0) * ones
+        a1 = (ax * x1 + ay * y1 + az * z1) * ones
+        a2 = (ax * x2 + ay * y2 + az * z2) * ones
+        x0, y0, z0, x1, y1, z1, x2, y2, z2 = (
+            x0 * c + (ay * z0 - az * y0) * s + ax * a0, y0 * c + (az * x0 - ax * z0) * s + ay * a0,
+            z0 * c + (ax * y0 - ay * x0) * s + az * a0, x1 * c + (ay * z1 - az * y1) * s + ax * a1,
+            y1 * c + (az * x1 - ax * z1) * s + ay * a1, z1 * c + (ax * y1 - ay * x1) * s + az * a1,
+            x2 * c + (ay * z2 - az * y2) * s + ax * a2, y2 * c + (az * x2 - ax * z2) * s + ay * a2,
+            z2 * c + (ax * y2 - ay * x2) * s + az * a2)
+    return x0, x1, x2, y0, y1, y2, z0, z1, z2
+
+
+def turned_back_vector(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
+                       v: Sequence[float]) -> tuple[float, float, float]:
+    """Return (R(a1, t1) ... R(ak, tk))^T v (see turned_back): v turned by -t1, then -t2 ..."""
+    for axis, angle in zip(axes, angles):
+        v = _turned(axis, -angle, v)
+    return v
 
 
 def serial_revolute(chain: Chain, count: int) -> bool:
