@@ -202,34 +202,6 @@ def _cross(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-def _nearest(solutions: list[tuple[float, ...]], seed: Sequence[float],
-             lower: Sequence[float], upper: Sequence[float], bound: float = math.inf
-             ) -> tuple[list[float], float] | None:
-    """
-    Return the solution nearest the seed within the limits (as _nearer), and its distance.
-
-    Each angle is turned by whole turns where that brings it inside the limits; None if
-    none fits, or none is nearer than bound (radians squared).
-    """
-    best, distance = None, bound
-    for angles in solutions:
-        fitted, moved = [], 0.0
-        for t, s, lo, hi in zip(angles, seed, lower, upper):
-            value = s + math.remainder(t - s, _TWO_PI)
-            if not lo - _ROUNDING <= value <= hi + _ROUNDING:
-                value = value - _TWO_PI if value > s else value + _TWO_PI
-                if not lo - _ROUNDING <= value <= hi + _ROUNDING:
-                    break
-            value = lo if value < lo else hi if value > hi else value
-            moved += (value - s) * (value - s)
-            if moved >= distance:
-                break
-            fitted.append(value)
-        else:
-            best, distance = fitted, moved
-    return (best, distance) if best is not None else None
-
-
 def _sinusoid_roots(a: float, b: float, c: float) -> list[float]:
     """Return angles t (radians, within a turn of 0) with a cos t + b sin t + c = 0: 0-2."""
     r = math.hypot(a, b)

@@ -40,8 +40,8 @@ import numpy as np
 
 from .rotations import _product, _turn
 from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _dot, _nearer,
-                          _nearest, _sinusoid_roots, _spun, _turn_angle_from, _turned, _within,
-                          axis_pair, AxisPair, Spin, spin)
+                          _sinusoid_roots, _spun, _turn_angle_from, _turned, _within, axis_pair,
+                          AxisPair, Spin, spin)
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
 _CENTRE_OFF = 1e-3      # of the tolerance: axes passing this close to one point meet there
@@ -119,9 +119,8 @@ def _wrist_pairs(wrist: SphericalWrist, turn: Sequence[float]
     """
     Return the first two angles of the wrist's solutions for a turn, and their third's spin.
 
-    a3's own turn leaves a3 put: a1's and a2's carry it onto turn @ a3 (subproblem 2), then
-    a3's turns any direction across it the rest of the way (subproblem 1), which is
-    turn @ across turned back about a1 and a2 (_wrist_third, from the spin about a1).
+    a1's and a2's turns carry a3 onto turn @ a3 (subproblem 2), then a3's turns turn @ across,
+    turned back about a1 and a2, the rest of the way (subproblem 1; _wrist_third).
     """
     pair = wrist.pair
     return (_carry_across(pair, wrist.third_split, _across(pair.first, _apply(turn, wrist.third))),
@@ -475,13 +474,11 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
                             goal))
     nearest.sort()
     best, distance = None, math.inf
-    s3, s4 = arm.signs
     middle = seed[1:4], lower[1:4], upper[1:4]
     for moved, t1, t234, t5, t6, goal in nearest:
         if moved >= distance:
             break
-        solutions = [(t2, t3, s4 * (t234 - t2 - s3 * t3)) for t2, t3 in _planar_pair(arm, goal)]
-        fitted = _nearest(solutions, *middle, distance - moved)
+        fitted = _planar_nearest(arm, goal, t234, middle, distance - moved)
         if fitted is not None:
             best, distance = [t1, *fitted[0], t5, t6], moved + fitted[1]
     return best
@@ -528,24 +525,66 @@ def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, f
     sets the point's distance from the second axis (subproblem 3), the second's its
     direction (subproblem 1).
     """
+    roots, across = _planar_roots(arm, goal)
+    return [(_planar_second(arm, t3, across), t3) for t3 in roots]
+
+
+def _planar_nearest(arm: OffsetWrist, goal: Sequence[float], t234: float,
+                    middle: tuple[Sequence[float], Sequence[float], Sequence[float]],
+                    bound: float) -> tuple[list[float], float] | None:
+    """
+    Return _planar_pair's (t2, t3, t4) for goal and t234 nearest the seed, and its distance.
+
+    Within the limits (_within), nearer than bound (radians squared), else None. middle: the
+    seed's and limits' second to fourth angles. A third as far as bound skips its second.
+    """
+    (s2, s3, s4), (l2, l3, l4), (u2, u3, u4) = middle
+    k3, k4 = arm.signs
+    roots, across = _planar_roots(arm, goal)
+    best, distance = None, bound
+    for t3 in roots:
+        f3 = _within(t3, s3, l3, u3)
+        if f3 is None or (f3 - s3) * (f3 - s3) >= distance:
+            continue
+        t2 = _planar_second(arm, t3, across)
+        f2 = _within(t2, s2, l2, u2)
+        if f2 is None:
+            continue
+        moved = (f2 - s2) * (f2 - s2)
+        if moved >= distance:
+            continue
+        moved += (f3 - s3) * (f3 - s3)
+        f4 = _within(k4 * (t234 - t2 - k3 * t3), s4, l4, u4)
+        if moved >= distance or f4 is None:
+            continue
+        moved += (f4 - s4) * (f4 - s4)
+        if moved < distance:
+            best, distance = [f2, f3, f4], moved
+    return (best, distance) if best is not None else None
+
+
+def _planar_roots(arm: OffsetWrist, goal: Sequence[float]
+                  ) -> tuple[list[float], tuple[float, float, float]]:
+    """Return _planar_pair's third angles, and goal's part across n for their seconds."""
     n = arm.parallel
     along = goal[0] * n[0] + goal[1] * n[1] + goal[2] * n[2]
     goal = (goal[0] - along * n[0], goal[1] - along * n[1], goal[2] - along * n[2])
     a, b, lengths = arm.planar
     c = (goal[0] * goal[0] + goal[1] * goal[1] + goal[2] * goal[2] - lengths) / 2.0
-    (px, py, pz), (nx, ny, nz) = arm.offset, n
-    # _turn_angle(n, offset + lever turned, goal), goal's part across n split off once.
-    along = nx * goal[0] + ny * goal[1] + nz * goal[2]
-    vx, vy, vz = goal[0] - along * nx, goal[1] - along * ny, goal[2] - along * nz
-    pairs = []
-    for t3 in _sinusoid_roots(a, b, -c):
-        rx, ry, rz = _spun(arm.lever_spin, t3)
-        rx, ry, rz = px + rx, py + ry, pz + rz
-        along = nx * rx + ny * ry + nz * rz
-        ux, uy, uz = rx - along * nx, ry - along * ny, rz - along * nz
-        pairs.append((math.atan2(nx * (uy * vz - uz * vy) + ny * (uz * vx - ux * vz)
-                                 + nz * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz), t3))
-    return pairs
+    along = n[0] * goal[0] + n[1] * goal[1] + n[2] * goal[2]
+    return (_sinusoid_roots(a, b, -c),
+            (goal[0] - along * n[0], goal[1] - along * n[1], goal[2] - along * n[2]))
+
+
+def _planar_second(arm: OffsetWrist, t3: float, across: tuple[float, float, float]) -> float:
+    """Return _planar_pair's second angle for its third, t3 (across: from _planar_roots)."""
+    (px, py, pz), (nx, ny, nz), (vx, vy, vz) = arm.offset, arm.parallel, across
+    rx, ry, rz = _spun(arm.lever_spin, t3)
+    rx, ry, rz = px + rx, py + ry, pz + rz
+    along = nx * rx + ny * ry + nz * rz
+    ux, uy, uz = rx - along * nx, ry - along * ny, rz - along * nz
+    return math.atan2(nx * (uy * vz - uz * vy) + ny * (uz * vx - ux * vz)
+                      + nz * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz)
 
 
 def _meeting(p1: np.ndarray, a1: np.ndarray, p2: np.ndarray, a2: np.ndarray
