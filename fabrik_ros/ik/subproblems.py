@@ -63,9 +63,9 @@ def _carry(pair: AxisPair, p: Sequence[float], q: Sequence[float]
 def _across(axis: Sequence[float], v: Sequence[float]
             ) -> tuple[float, tuple[float, float, float]]:
     """Return v's part along a unit axis and its part across it (as _turn_angle splits v)."""
-    ax, ay, az = axis
-    along = ax * v[0] + ay * v[1] + az * v[2]
-    return along, (v[0] - along * ax, v[1] - along * ay, v[2] - along * az)
+    (ax, ay, az), (x, y, z) = axis, v
+    along = ax * x + ay * y + az * z
+    return along, (x - along * ax, y - along * ay, z - along * az)
 
 
 def _carry_across(pair: AxisPair, p: tuple[float, tuple[float, float, float]],
@@ -153,10 +153,9 @@ def _turned(axis: Sequence[float], angle: float, v: Sequence[float]
 def _turn_angle_from(axis: Sequence[float], start: Sequence[float], end: Sequence[float]
                      ) -> float:
     """Return _turn_angle(axis, s, end) of a start given by its part across the axis."""
-    ax, ay, az = axis
-    ux, uy, uz = start
-    along = ax * end[0] + ay * end[1] + az * end[2]
-    vx, vy, vz = end[0] - along * ax, end[1] - along * ay, end[2] - along * az
+    (ax, ay, az), (ux, uy, uz), (x, y, z) = axis, start, end
+    along = ax * x + ay * y + az * z
+    vx, vy, vz = x - along * ax, y - along * ay, z - along * az
     return math.atan2(ax * (uy * vz - uz * vy) + ay * (uz * vx - ux * vz)
                       + az * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz)
 

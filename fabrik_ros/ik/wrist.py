@@ -441,8 +441,7 @@ def offset_wrist_branches(arm: OffsetWrist, position: Sequence[float],
     along = (ax * wx + ay * wy + az * wz) * first_along
     a = wx * nx + wy * ny + wz * nz - along
     b = -((ay * wz - az * wy) * nx + (az * wx - ax * wz) * ny + (ax * wy - ay * wx) * nz)
-    # The rest of the orientation: a wrist of three axes (the parallel joints' sum, the
-    # fifth, the sixth), as a spherical wrist's (see wrist_angles).
+    # The rest of the orientation: the parallel joints' sum, the fifth, the sixth (a wrist).
     relative = _turn(r, arm.zero)
     branches: list[tuple[float, ...]] = []
     for t1 in _sinusoid_roots(a, b, along + plane):
@@ -466,9 +465,11 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     # the shoulder's and elbow's part of the distance only adds to theirs.
     s1, s5, s6 = seed[0], seed[4], seed[5]
     nearest = []
+    first = f1 = None     # the branches come in pairs of one t1: it is fitted once a pair
     for t1, t234, t5, t6, goal in branches:
-        f1, f5, f6 = (_within(t1, s1, lower[0], upper[0]), _within(t5, s5, lower[4], upper[4]),
-                      _within(t6, s6, lower[5], upper[5]))
+        if t1 is not first:
+            first, f1 = t1, _within(t1, s1, lower[0], upper[0])
+        f5, f6 = _within(t5, s5, lower[4], upper[4]), _within(t6, s6, lower[5], upper[5])
         if f1 is not None and f5 is not None and f6 is not None:
             nearest.append(((f1 - s1) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2, f1, t234, f5, f6,
                             goal))
@@ -566,14 +567,13 @@ def _planar_nearest(arm: OffsetWrist, goal: Sequence[float], t234: float,
 def _planar_roots(arm: OffsetWrist, goal: Sequence[float]
                   ) -> tuple[list[float], tuple[float, float, float]]:
     """Return _planar_pair's third angles, and goal's part across n for their seconds."""
-    n = arm.parallel
-    along = goal[0] * n[0] + goal[1] * n[1] + goal[2] * n[2]
-    goal = (goal[0] - along * n[0], goal[1] - along * n[1], goal[2] - along * n[2])
+    (nx, ny, nz), (gx, gy, gz) = arm.parallel, goal
+    along = gx * nx + gy * ny + gz * nz
+    gx, gy, gz = gx - along * nx, gy - along * ny, gz - along * nz
     a, b, lengths = arm.planar
-    c = (goal[0] * goal[0] + goal[1] * goal[1] + goal[2] * goal[2] - lengths) / 2.0
-    along = n[0] * goal[0] + n[1] * goal[1] + n[2] * goal[2]
-    return (_sinusoid_roots(a, b, -c),
-            (goal[0] - along * n[0], goal[1] - along * n[1], goal[2] - along * n[2]))
+    c = (gx * gx + gy * gy + gz * gz - lengths) / 2.0
+    along = nx * gx + ny * gy + nz * gz
+    return _sinusoid_roots(a, b, -c), (gx - along * nx, gy - along * ny, gz - along * nz)
 
 
 def _planar_second(arm: OffsetWrist, t3: float, across: tuple[float, float, float]) -> float:
