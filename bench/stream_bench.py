@@ -231,9 +231,9 @@ def run(name: str, targets: int, seconds: float, dt: float,
     for index, pose in enumerate(poses):
         order = list(arms)[index % len(arms):] + list(arms)[:index % len(arms)]
         twist = np.concatenate([pose[:3, 3] - chain.tip_position(start), np.zeros(3)])
-        for setting in order:   # each starts from the checked arm's state
+        for setting in order:   # each starts where the checked arm started this target
             arm = arms[setting]
-            arm.controller.stream.start(arms['checked'].controller.stream.position)
+            arm.controller.stream.start(start)
             arm.controller.on_target(0, Target(pose[:3, 3], _quaternion(pose)), now)
             for k in range(steps):
                 records[setting, 'stream'].tick(arm, now + dt * (k + 1), chain, reference)
