@@ -41,6 +41,7 @@ import numpy as np
 
 INF = float('inf')
 PLANE_PAIRS = 8     # pairs a check's bounds follow by their separating planes, at most
+SUMS = 4            # a plane's end sums: two ends of its body, two (or one) of the other
 
 
 class Planes:
@@ -48,17 +49,18 @@ class Planes:
     A measured check's pairs' separating planes, stacked: one product bounds them all.
 
     Each plane's bound is the least over the other's ends of n.f (plus its side) and over
-    the body's ends of -(n.e + radius), each linear in the joint motion since the check.
+    the body's ends of -(n.e + radius), each linear in the joint motion since the check:
+    kept as the least of SUMS sums of one of each (a side and its dq speeds; a plane with
+    fewer repeats them), so that one product, one add and one least bound every plane.
     """
 
-    def __init__(self, dof: int) -> None:
-        """Start without planes."""
+    def __init__(self, body_rates: np.ndarray) -> None:
+        """Start without planes; body_rates: StreamBounds.body_rates (second order)."""
         self.index: dict[int, bool] = {}    # pair -> whether it has a plane
         self.pairs: list[int] = []
-        self._dof = dof
-        self._ends: list[tuple[float, list[float]]] = []
-        self._starts: list[int] = []        # each plane's body ends, then its other's
-        self._bodies: list[tuple[int, int]] = []   # -1: a fixed obstacle
+        self._body_rates = body_rates
+        self._sums: list[tuple[float, list[float]]] = []     # SUMS per plane
+        self._rates: list[np.ndarray] = []   # per plane: its bodies' reach rates, summed
         self._stack: tuple | None = None
 
     def add(self, pair: int, plane: tuple | None) -> None:
@@ -66,28 +68,32 @@ class Planes:
         self.index[pair] = plane is not None
         if plane is None:
             return
-        near, far, bodies = plane
+        near, far, (body, other) = plane
         self.pairs.append(pair)
-        self._starts += [len(self._ends), len(self._ends) + len(near)]
-        self._ends += [(-side, [-v for v in speeds]) for side, speeds in near]
-        self._ends += [(side, [0.0] * self._dof if speeds is None else speeds)
-                       for side, speeds in far]
-        self._bodies.append(bodies)
+        sums = [(side - near_side, [v - u for u, v in zip(near_speeds, speeds)]
+                 if speeds is not None else [-u for u in near_speeds])
+                for near_side, near_speeds in near for side, speeds in far]
+        self._sums += (sums * SUMS)[:SUMS]
+        self._rates.append(self._body_rates[body] + self._body_rates[other])
         self._stack = None
 
-    def bounds(self, deltas: np.ndarray, spread: np.ndarray, motion: StreamBounds
-               ) -> np.ndarray:
-        """Return each plane's bound over joint motions deltas (dof, k), |dq| <= spread."""
+    def raise_bounds(self, lows: np.ndarray, deltas: np.ndarray, spread: np.ndarray,
+                     turn: float) -> None:
+        """
+        Raise each plane's pair in lows (every pair's bound) to its plane's where higher.
+
+        The planes' bounds hold over joint motions deltas (k, dof), |dq| <= spread; turn:
+        the sum of |dq_i| over the coordinates' joints at spread (the second order's W).
+        """
         if self._stack is None:
-            self._stack = (np.array([side for side, _ in self._ends]),
-                           np.array([speeds for _, speeds in self._ends]),
-                           np.array(self._starts), np.array(self._bodies).T)
-        sides, speeds, starts, (first, second) = self._stack
-        ends = sides[:, None] + speeds @ deltas
-        least = np.minimum.reduceat(ends, starts, axis=0)
-        reach = motion.body_rates @ spread    # the bodies', then 0 for a fixed obstacle
-        second_order = 1.5 * float(motion.turn_sums @ spread) * (reach[first] + reach[second])
-        return (least[0::2] + least[1::2]).min(axis=1) - second_order
+            self._stack = (np.array([side for side, _ in self._sums]),
+                           np.array([speeds for _, speeds in self._sums]),
+                           np.array(self._rates), np.array(self.pairs))
+        sides, speeds, rates, index = self._stack
+        ends = speeds @ deltas.T
+        ends += sides[:, None]
+        bounds = ends.reshape(len(index), -1).min(axis=1) - (1.5 * turn) * (rates @ spread)
+        lows[index] = np.maximum(lows[index], bounds)
 
 
 class StreamBounds:
@@ -204,8 +210,8 @@ class StreamBounds:
         concave along the motion but for its second order, which holds for the same
         larger ends, so its least is at an end.
         """
-        start_delta, end_delta = start - anchor.q, end - anchor.q
-        spread = np.maximum(np.abs(start_delta), np.abs(end_delta))
+        deltas = np.array((start, end)) - anchor.q
+        spread = np.abs(deltas).max(axis=0)
         falls = self.rows @ spread
         least = float((anchor.rows - falls).min())     # each row's least pair's
         if least >= margin:
@@ -213,14 +219,13 @@ class StreamBounds:
         lows = anchor.pairs - falls.take(self.row_of_pair)
         weak = (lows < margin).nonzero()[0]
         if anchor.planes is None:
-            anchor.planes = Planes(len(spread))
+            anchor.planes = Planes(self.body_rates)
         planes = anchor.planes
         missing = [pair for pair in weak.tolist() if pair not in planes.index]
         for pair in sorted(missing, key=lows.item)[:max(PLANE_PAIRS - len(planes.pairs), 0)]:
             planes.add(pair, self.plane(anchor, pair))
         if planes.pairs:
-            lows[planes.pairs] = np.maximum(lows[planes.pairs], planes.bounds(
-                np.stack((start_delta, end_delta), axis=1), spread, self))
+            planes.raise_bounds(lows, deltas, spread, float(self.turn_sums @ spread))
         return float(lows.min())
 
     def plane(self, check: object, pair: int) -> tuple | None:
