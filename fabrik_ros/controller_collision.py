@@ -104,6 +104,7 @@ class _Check:
     exact: bool = True  # False: distance is a lower bound
     axes: tuple | None = None           # measured: the joints' axes and origins, when needed
     planes: object = None               # measured: pairs' separating planes (Planes)
+    slack: np.ndarray | None = None     # measured: [rows' rates | -rows], when needed
 
 
 class StreamCollision:
@@ -184,23 +185,22 @@ class StreamCollision:
         if not count and provable is None:
             return None
         self.state, self._approaching = 'slowed', approaching
-        cap = np.full(len(position), np.inf) if provable is None else provable
+        cap = [math.inf] * len(speeds) if provable is None else provable
         if not count:
-            return np.ones(len(position)), cap
+            return np.ones(len(speeds)), np.array(cap)
         fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
             else 0.0    # no slowdown distance: inside the margin, nothing approaches
         # Each approaching joint may use up its share of the room by the motion bound.
         share = max(room, 0.0) / count
-        approaching_mask = np.array(approaching)
         stopping = self._kinematics.stopping(share, speeds, approaching, self._speed_steps,
                                              self._accelerations, dt)
-        if stopping is None:
-            return np.where(approaching_mask, fraction, 1.0), cap
-        return (np.where(approaching_mask, fraction, 1.0),
-                np.where(approaching_mask, np.minimum(stopping, cap), cap))
+        if stopping is not None:
+            cap = [min(stop, top) if go else top
+                   for go, stop, top in zip(approaching, stopping, cap)]
+        return np.array([fraction if go else 1.0 for go in approaching]), np.array(cap)
 
     def _provable(self, velocity: list[float], limits: object, dt: float, room: float
-                  ) -> np.ndarray | None:
+                  ) -> list[float] | None:
         """
         Return speed caps under which the next command's motion bound stays provable.
 
@@ -218,11 +218,13 @@ class StreamCollision:
             self._accelerations = limits.max_acceleration.tolist()
         if not self._bounded_speed:
             return None
-        speeds = np.array([min(abs(v) + step, top)
-                           for v, (step, top) in zip(velocity, self._speed_tops)])
-        needed = self._kinematics.rate(speeds * dt)
+        speeds = [min(abs(v) + step, top) for v, (step, top) in zip(velocity, self._speed_tops)]
+        needed = self._kinematics.fall([speed * dt for speed in speeds])
         allowed = PROVEN_CHECKS * room
-        return None if needed <= allowed else speeds * (allowed / needed)
+        if needed <= allowed:
+            return None
+        scale = allowed / needed
+        return [speed * scale for speed in speeds]
 
     def settle(self, previous: np.ndarray, position: np.ndarray) -> None:
         """Call a slowdown that let no approaching joint move a halt; at rest, measured."""
@@ -248,13 +250,13 @@ class StreamCollision:
     def clear_step(self, previous: np.ndarray, proposed: np.ndarray) -> np.ndarray:
         """Return the farthest point of previous -> proposed the rule allows (see module)."""
         start = self._check(previous)
-        delta = proposed - previous
         self.cut = False
-        if not np.any(delta):
+        if previous.tolist() == proposed.tolist():
             self._report(start)
             return proposed
         if self._proven(previous, proposed, start):
             return proposed
+        delta = proposed - previous
         start = self._exact(start)
         floor = min(self._margin, start.distance)        # of the command
         dip = min(self._margin, start.distance - ESCAPE_DIP)  # of the motion

@@ -197,7 +197,11 @@ class StreamBounds:
 
     def rate(self, delta: np.ndarray) -> float:
         """Return how far (m) the clearance may fall along the joint motion delta."""
-        return float((self.rows @ np.abs(delta)).max())
+        return self.fall(np.abs(delta))
+
+    def fall(self, spread: list[float] | np.ndarray) -> float:
+        """Return how far (m) the clearance may fall over a motion of |dq| <= spread."""
+        return float(np.maximum.reduce(self.rows @ spread))
 
     def motion_bound(self, anchor: object, start: np.ndarray, end: np.ndarray, margin: float
                      ) -> float:
@@ -210,13 +214,17 @@ class StreamBounds:
         concave along the motion but for its second order, which holds for the same
         larger ends, so its least is at an end.
         """
-        deltas = np.array((start, end)) - anchor.q
-        spread = np.abs(deltas).max(axis=0)
-        falls = self.rows @ spread
-        least = float((anchor.rows - falls).min())     # each row's least pair's
+        # Six numbers a joint: plain floats cost less than numpy's per-call overhead.
+        spread = [max(abs(s - a), abs(e - a))
+                  for s, e, a in zip(start.tolist(), end.tolist(), anchor.q.tolist())]
+        if anchor.slack is None:    # each row's fall less its bound in one product
+            anchor.slack = np.hstack((self.rows, -anchor.rows[:, None]))
+        least = -float(np.maximum.reduce(anchor.slack @ (spread + [1.0])))   # rows' least
         if least >= margin:
             return least
-        lows = anchor.pairs - falls.take(self.row_of_pair)
+        spread = np.array(spread)
+        deltas = np.array((start, end)) - anchor.q
+        lows = anchor.pairs - (self.rows @ spread).take(self.row_of_pair)
         weak = (lows < margin).nonzero()[0]
         if anchor.planes is None:
             anchor.planes = Planes(self.body_rates)
@@ -226,7 +234,7 @@ class StreamBounds:
             planes.add(pair, self.plane(anchor, pair))
         if planes.pairs:
             planes.raise_bounds(lows, deltas, spread, float(self.turn_sums @ spread))
-        return float(lows.min())
+        return float(np.minimum.reduce(lows))
 
     def plane(self, check: object, pair: int) -> tuple | None:
         """
