@@ -361,8 +361,8 @@ class StreamCollision:
         world = kinematics.chain.world_frames(q)
         lower, worn = None, 0.0
         if anchor is not None:
-            fall = kinematics.rows @ np.abs(q - anchor.q)
-            worn = anchor.worn + float(fall.max())
+            fall = kinematics.rows @ [abs(a - b) for a, b in zip(q.tolist(), anchor.q.tolist())]
+            worn = anchor.worn + float(np.maximum.reduce(fall))
             if worn <= HORIZON:
                 lower = anchor.pairs - fall.take(kinematics.row_of_pair)
             else:
@@ -389,10 +389,10 @@ class StreamCollision:
         if anchor.gradient is None:
             found = closest_points(self._rows, anchor.points, anchor.pair)
             if found is None:   # a segment through a box: the batched kernel's points
-                points = self._model.clearance(anchor.world, self._scene).points
+                points = self._model.clearance(anchor.world, self._scene).points.tolist()
                 inward = anchor.distance < 0.0  # surface points: their gap turns inside
             else:   # the axes' points: their gap points out, inside or not
-                points, inward = np.array(found[1:3]), False
+                points, inward = found[1:3], False
             anchor.gradient = self._kinematics.gradient(anchor, points, inward,
                                                         len(self._model.names))
         self._gradient_check = anchor

@@ -258,21 +258,23 @@ class StreamBounds:
             other_ends, self._normal_speeds(frames, normal, other_ends, other))]
         return near, far, (body, other)
 
-    def gradient(self, check: object, points: np.ndarray, inward: bool, bodies: int
+    def gradient(self, check: object, points: list, inward: bool, bodies: int
                  ) -> list[float]:
         """
-        Return dc/dq from the closest pair's points (2, 3), base frame.
+        Return dc/dq from the closest pair's points (two of x, y, z), base frame.
 
         The points: on the links' axes, or on their surfaces (inward: their gap points
         into the other body). Either gives the same normal speeds: a body's points on one
         normal move alike along it.
         """
-        gap = points[1] - points[0]
-        length = math.sqrt(float(gap @ gap))
+        first, second = list(points[0]), list(points[1])
+        gap = [b - a for a, b in zip(first, second)]
+        length = math.sqrt(sum(g * g for g in gap))
         if not length > 1e-12:
             return [0.0] * self.chain.dof
-        normal = (gap / length * (-1.0 if inward else 1.0)).tolist()
-        frames, first, second = self._frames(check), points[0].tolist(), points[1].tolist()
+        sign = -1.0 if inward else 1.0
+        normal = [g / length * sign for g in gap]
+        frames = self._frames(check)
         rate = [-v for v in self._normal_speeds(frames, normal, [first], check.first)[0]]
         if check.second < bodies:
             rate = [a + b for a, b in zip(rate, self._normal_speeds(
