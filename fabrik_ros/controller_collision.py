@@ -271,11 +271,12 @@ class StreamCollision:
         best, best_t, anchor = start, 0.0, start
         for _ in range(MAX_CHECKS):
             # From check, every row keeps above dip along this share of the motion.
-            reach = float(np.min((check.rows[moving] - dip) / rates[moving], initial=np.inf))
+            reach = float(np.minimum.reduce((check.rows[moving] - dip) / rates[moving],
+                                            initial=np.inf))
             if not reach > 0.0:
                 break
             if t + reach >= 1.0:
-                lowest = float(np.min(check.rows - rates * (1.0 - t)))
+                lowest = float(np.minimum.reduce(check.rows - rates * (1.0 - t)))
                 if lowest >= floor:     # the rest and the end proven from check
                     best, best_t, anchor = _Check(proposed.copy(), lowest, check.first,
                                                   check.second, exact=False), 1.0, check
@@ -389,7 +390,8 @@ class StreamCollision:
         if last is anchor:
             return last.gradient
         if last is not None and last.pair == anchor.pair and (
-                self._kinematics.rate(anchor.q - last.q) <= REFRESH * room):
+                self._kinematics.fall([abs(a - b) for a, b in zip(
+                    anchor.q.tolist(), last.q.tolist())]) <= REFRESH * room):
             return last.gradient
         if anchor.gradient is None:
             found = closest_points(self._rows, anchor.points, anchor.pair)

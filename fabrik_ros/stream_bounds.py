@@ -195,10 +195,6 @@ class StreamBounds:
                         for reach, acceleration in zip(self.reaches, accelerations)]
         return None
 
-    def rate(self, delta: np.ndarray) -> float:
-        """Return how far (m) the clearance may fall along the joint motion delta."""
-        return self.fall(np.abs(delta))
-
     def fall(self, spread: list[float] | np.ndarray) -> float:
         """Return how far (m) the clearance may fall over a motion of |dq| <= spread."""
         return float(np.maximum.reduce(self.rows @ spread))
