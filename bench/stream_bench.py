@@ -25,8 +25,8 @@ by more than the slowdown distance (margin included; the stream's own path, shap
 joint, may pass closer) and keep 2 cm between the links, no jog. Each motion runs from
 the same state with the stream's check (self-collision on, the obstacles) and without it
 (self-collision off, no obstacles: the stream as it was), and with --baseline REV also
-with REV's check (fabrik_ros/controller_collision.py of that revision in this tree),
-taking turns target by target. Reported per stream, robot, motion (stream, jog) and
+with REV's check (its controller_collision.py, stream_bounds.py and collision/separation.py
+in this tree), taking turns target by target. Reported per stream, robot, motion (stream, jog) and
 check: wall and CPU time per command (median, p99), the check's own wall time per command
 (in the controller's collision methods: median, p99, mean), the share of commands slowed
 and halted, the collision stops (a command cut short), and the least clearance
@@ -69,15 +69,29 @@ STREAMS = {'adversarial': False, 'typical': True}    # the streams, whether typi
 SELF_CLEAR = 0.02   # m: the typical stream's links keep this from each other
 
 
+CHECK_MODULES = ('fabrik_ros.collision.separation', 'fabrik_ros.stream_bounds',
+                 'fabrik_ros.controller_collision')   # the check's code, imported in order
+
+
 def baseline_check(ref: str) -> types.ModuleType:
-    """Return fabrik_ros/controller_collision.py as of git revision `ref`, as a module."""
-    source = subprocess.run(['git', '-C', str(REPO), 'show',
-                             f'{ref}:fabrik_ros/controller_collision.py'], check=True,
-                            capture_output=True, text=True).stdout
-    module = types.ModuleType('baseline_controller_collision')
-    sys.modules[module.__name__] = module   # dataclasses look their module up
-    exec(compile(source, f'{ref}:fabrik_ros/controller_collision.py', 'exec'),  # noqa: S102
-         module.__dict__)
+    """
+    Return the stream's check as of git revision `ref`, as a module (controller_collision).
+
+    Its own modules (CHECK_MODULES) come from `ref` too, each importing the ones before.
+    """
+    saved = {name: sys.modules.get(name) for name in CHECK_MODULES}
+    try:
+        for name in CHECK_MODULES:
+            path = name.replace('.', '/') + '.py'
+            source = subprocess.run(['git', '-C', str(REPO), 'show', f'{ref}:{path}'],
+                                    check=True, capture_output=True, text=True).stdout
+            module = types.ModuleType('baseline_' + name.rsplit('.', 1)[1])
+            sys.modules[module.__name__] = module   # dataclasses look their module up
+            exec(compile(source, f'{ref}:{path}', 'exec'), module.__dict__)  # noqa: S102
+            sys.modules[name] = module  # the later ones import this one
+    finally:
+        for name, original in saved.items():
+            sys.modules[name] = original
     return module
 
 
@@ -217,9 +231,9 @@ def run(name: str, targets: int, seconds: float, dt: float,
     for index, pose in enumerate(poses):
         order = list(arms)[index % len(arms):] + list(arms)[:index % len(arms)]
         twist = np.concatenate([pose[:3, 3] - chain.tip_position(start), np.zeros(3)])
-        for setting in order:   # each starts from the checked arm's state
+        for setting in order:   # each starts where the checked arm started this target
             arm = arms[setting]
-            arm.controller.stream.start(arms['checked'].controller.stream.position)
+            arm.controller.stream.start(start)
             arm.controller.on_target(0, Target(pose[:3, 3], _quaternion(pose)), now)
             for k in range(steps):
                 records[setting, 'stream'].tick(arm, now + dt * (k + 1), chain, reference)

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+from operator import mul
 from typing import TYPE_CHECKING
 
 from fabrik_ros.collision.closest import closest_points
@@ -104,6 +105,7 @@ class _Check:
     exact: bool = True  # False: distance is a lower bound
     axes: tuple | None = None           # measured: the joints' axes and origins, when needed
     planes: object = None               # measured: pairs' separating planes (Planes)
+    slack: np.ndarray | None = None     # measured: [rows' rates | -rows], when needed
 
 
 class StreamCollision:
@@ -184,23 +186,22 @@ class StreamCollision:
         if not count and provable is None:
             return None
         self.state, self._approaching = 'slowed', approaching
-        cap = np.full(len(position), np.inf) if provable is None else provable
+        cap = [math.inf] * len(speeds) if provable is None else provable
         if not count:
-            return np.ones(len(position)), cap
+            return np.ones(len(speeds)), np.array(cap)
         fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
             else 0.0    # no slowdown distance: inside the margin, nothing approaches
         # Each approaching joint may use up its share of the room by the motion bound.
         share = max(room, 0.0) / count
-        approaching_mask = np.array(approaching)
         stopping = self._kinematics.stopping(share, speeds, approaching, self._speed_steps,
                                              self._accelerations, dt)
-        if stopping is None:
-            return np.where(approaching_mask, fraction, 1.0), cap
-        return (np.where(approaching_mask, fraction, 1.0),
-                np.where(approaching_mask, np.minimum(stopping, cap), cap))
+        if stopping is not None:
+            cap = [min(stop, top) if go else top
+                   for go, stop, top in zip(approaching, stopping, cap)]
+        return np.array([fraction if go else 1.0 for go in approaching]), np.array(cap)
 
     def _provable(self, velocity: list[float], limits: object, dt: float, room: float
-                  ) -> np.ndarray | None:
+                  ) -> list[float] | None:
         """
         Return speed caps under which the next command's motion bound stays provable.
 
@@ -218,11 +219,17 @@ class StreamCollision:
             self._accelerations = limits.max_acceleration.tolist()
         if not self._bounded_speed:
             return None
-        speeds = np.array([min(abs(v) + step, top)
-                           for v, (step, top) in zip(velocity, self._speed_tops)])
-        needed = self._kinematics.rate(speeds * dt)
+        speeds = [min(abs(v) + step, top) for v, (step, top) in zip(velocity, self._speed_tops)]
+        steps = [speed * dt for speed in speeds]
         allowed = PROVEN_CHECKS * room
-        return None if needed <= allowed else speeds * (allowed / needed)
+        # Each row falls at most by the coordinates' largest rates: mostly within it anyway.
+        if sum(map(mul, self._kinematics.reaches, steps)) <= allowed:
+            return None
+        needed = self._kinematics.fall(steps)
+        if needed <= allowed:
+            return None
+        scale = allowed / needed
+        return [speed * scale for speed in speeds]
 
     def settle(self, previous: np.ndarray, position: np.ndarray) -> None:
         """Call a slowdown that let no approaching joint move a halt; at rest, measured."""
@@ -248,13 +255,13 @@ class StreamCollision:
     def clear_step(self, previous: np.ndarray, proposed: np.ndarray) -> np.ndarray:
         """Return the farthest point of previous -> proposed the rule allows (see module)."""
         start = self._check(previous)
-        delta = proposed - previous
         self.cut = False
-        if not np.any(delta):
+        if previous.tolist() == proposed.tolist():
             self._report(start)
             return proposed
         if self._proven(previous, proposed, start):
             return proposed
+        delta = proposed - previous
         start = self._exact(start)
         floor = min(self._margin, start.distance)        # of the command
         dip = min(self._margin, start.distance - ESCAPE_DIP)  # of the motion
@@ -264,11 +271,12 @@ class StreamCollision:
         best, best_t, anchor = start, 0.0, start
         for _ in range(MAX_CHECKS):
             # From check, every row keeps above dip along this share of the motion.
-            reach = float(np.min((check.rows[moving] - dip) / rates[moving], initial=np.inf))
+            reach = float(np.minimum.reduce((check.rows[moving] - dip) / rates[moving],
+                                            initial=np.inf))
             if not reach > 0.0:
                 break
             if t + reach >= 1.0:
-                lowest = float(np.min(check.rows - rates * (1.0 - t)))
+                lowest = float(np.minimum.reduce(check.rows - rates * (1.0 - t)))
                 if lowest >= floor:     # the rest and the end proven from check
                     best, best_t, anchor = _Check(proposed.copy(), lowest, check.first,
                                                   check.second, exact=False), 1.0, check
@@ -359,8 +367,8 @@ class StreamCollision:
         world = kinematics.chain.world_frames(q)
         lower, worn = None, 0.0
         if anchor is not None:
-            fall = kinematics.rows @ np.abs(q - anchor.q)
-            worn = anchor.worn + float(fall.max())
+            fall = kinematics.rows @ [abs(a - b) for a, b in zip(q.tolist(), anchor.q.tolist())]
+            worn = anchor.worn + float(np.maximum.reduce(fall))
             if worn <= HORIZON:
                 lower = anchor.pairs - fall.take(kinematics.row_of_pair)
             else:
@@ -382,15 +390,16 @@ class StreamCollision:
         if last is anchor:
             return last.gradient
         if last is not None and last.pair == anchor.pair and (
-                self._kinematics.rate(anchor.q - last.q) <= REFRESH * room):
+                self._kinematics.fall([abs(a - b) for a, b in zip(
+                    anchor.q.tolist(), last.q.tolist())]) <= REFRESH * room):
             return last.gradient
         if anchor.gradient is None:
             found = closest_points(self._rows, anchor.points, anchor.pair)
             if found is None:   # a segment through a box: the batched kernel's points
-                points = self._model.clearance(anchor.world, self._scene).points
+                points = self._model.clearance(anchor.world, self._scene).points.tolist()
                 inward = anchor.distance < 0.0  # surface points: their gap turns inside
             else:   # the axes' points: their gap points out, inside or not
-                points, inward = np.array(found[1:3]), False
+                points, inward = found[1:3], False
             anchor.gradient = self._kinematics.gradient(anchor, points, inward,
                                                         len(self._model.names))
         self._gradient_check = anchor

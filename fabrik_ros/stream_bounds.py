@@ -41,6 +41,7 @@ import numpy as np
 
 INF = float('inf')
 PLANE_PAIRS = 8     # pairs a check's bounds follow by their separating planes, at most
+SUMS = 4            # a plane's end sums: two ends of its body, two (or one) of the other
 
 
 class Planes:
@@ -48,17 +49,18 @@ class Planes:
     A measured check's pairs' separating planes, stacked: one product bounds them all.
 
     Each plane's bound is the least over the other's ends of n.f (plus its side) and over
-    the body's ends of -(n.e + radius), each linear in the joint motion since the check.
+    the body's ends of -(n.e + radius), each linear in the joint motion since the check:
+    kept as the least of SUMS sums of one of each (a side and its dq speeds; a plane with
+    fewer repeats them), so that one product, one add and one least bound every plane.
     """
 
-    def __init__(self, dof: int) -> None:
-        """Start without planes."""
+    def __init__(self, body_rates: np.ndarray) -> None:
+        """Start without planes; body_rates: StreamBounds.body_rates (second order)."""
         self.index: dict[int, bool] = {}    # pair -> whether it has a plane
         self.pairs: list[int] = []
-        self._dof = dof
-        self._ends: list[tuple[float, list[float]]] = []
-        self._starts: list[int] = []        # each plane's body ends, then its other's
-        self._bodies: list[tuple[int, int]] = []   # -1: a fixed obstacle
+        self._body_rates = body_rates
+        self._sums: list[tuple[float, list[float]]] = []     # SUMS per plane
+        self._rates: list[np.ndarray] = []   # per plane: its bodies' reach rates, summed
         self._stack: tuple | None = None
 
     def add(self, pair: int, plane: tuple | None) -> None:
@@ -66,28 +68,32 @@ class Planes:
         self.index[pair] = plane is not None
         if plane is None:
             return
-        near, far, bodies = plane
+        near, far, (body, other) = plane
         self.pairs.append(pair)
-        self._starts += [len(self._ends), len(self._ends) + len(near)]
-        self._ends += [(-side, [-v for v in speeds]) for side, speeds in near]
-        self._ends += [(side, [0.0] * self._dof if speeds is None else speeds)
-                       for side, speeds in far]
-        self._bodies.append(bodies)
+        sums = [(side - near_side, [v - u for u, v in zip(near_speeds, speeds)]
+                 if speeds is not None else [-u for u in near_speeds])
+                for near_side, near_speeds in near for side, speeds in far]
+        self._sums += (sums * SUMS)[:SUMS]
+        self._rates.append(self._body_rates[body] + self._body_rates[other])
         self._stack = None
 
-    def bounds(self, deltas: np.ndarray, spread: np.ndarray, motion: StreamBounds
-               ) -> np.ndarray:
-        """Return each plane's bound over joint motions deltas (dof, k), |dq| <= spread."""
+    def raise_bounds(self, lows: np.ndarray, deltas: np.ndarray, spread: np.ndarray,
+                     turn: float) -> None:
+        """
+        Raise each plane's pair in lows (every pair's bound) to its plane's where higher.
+
+        The planes' bounds hold over joint motions deltas (k, dof), |dq| <= spread; turn:
+        the sum of |dq_i| over the coordinates' joints at spread (the second order's W).
+        """
         if self._stack is None:
-            self._stack = (np.array([side for side, _ in self._ends]),
-                           np.array([speeds for _, speeds in self._ends]),
-                           np.array(self._starts), np.array(self._bodies).T)
-        sides, speeds, starts, (first, second) = self._stack
-        ends = sides[:, None] + speeds @ deltas
-        least = np.minimum.reduceat(ends, starts, axis=0)
-        reach = motion.body_rates @ spread    # the bodies', then 0 for a fixed obstacle
-        second_order = 1.5 * float(motion.turn_sums @ spread) * (reach[first] + reach[second])
-        return (least[0::2] + least[1::2]).min(axis=1) - second_order
+            self._stack = (np.array([side for side, _ in self._sums]),
+                           np.array([speeds for _, speeds in self._sums]),
+                           np.array(self._rates), np.array(self.pairs))
+        sides, speeds, rates, index = self._stack
+        ends = speeds @ deltas.T
+        ends += sides[:, None]
+        bounds = ends.reshape(len(index), -1).min(axis=1) - (1.5 * turn) * (rates @ spread)
+        lows[index] = np.maximum(lows[index], bounds)
 
 
 class StreamBounds:
@@ -189,9 +195,9 @@ class StreamBounds:
                         for reach, acceleration in zip(self.reaches, accelerations)]
         return None
 
-    def rate(self, delta: np.ndarray) -> float:
-        """Return how far (m) the clearance may fall along the joint motion delta."""
-        return float((self.rows @ np.abs(delta)).max())
+    def fall(self, spread: list[float] | np.ndarray) -> float:
+        """Return how far (m) the clearance may fall over a motion of |dq| <= spread."""
+        return float(np.maximum.reduce(self.rows @ spread))
 
     def motion_bound(self, anchor: object, start: np.ndarray, end: np.ndarray, margin: float
                      ) -> float:
@@ -204,24 +210,27 @@ class StreamBounds:
         concave along the motion but for its second order, which holds for the same
         larger ends, so its least is at an end.
         """
-        start_delta, end_delta = start - anchor.q, end - anchor.q
-        spread = np.maximum(np.abs(start_delta), np.abs(end_delta))
-        falls = self.rows @ spread
-        least = float((anchor.rows - falls).min())     # each row's least pair's
+        # Six numbers a joint: plain floats cost less than numpy's per-call overhead.
+        spread = [max(abs(s - a), abs(e - a))
+                  for s, e, a in zip(start.tolist(), end.tolist(), anchor.q.tolist())]
+        if anchor.slack is None:    # each row's fall less its bound in one product
+            anchor.slack = np.hstack((self.rows, -anchor.rows[:, None]))
+        least = -float(np.maximum.reduce(anchor.slack @ (spread + [1.0])))   # rows' least
         if least >= margin:
             return least
-        lows = anchor.pairs - falls.take(self.row_of_pair)
+        spread = np.array(spread)
+        deltas = np.array((start, end)) - anchor.q
+        lows = anchor.pairs - (self.rows @ spread).take(self.row_of_pair)
         weak = (lows < margin).nonzero()[0]
         if anchor.planes is None:
-            anchor.planes = Planes(len(spread))
+            anchor.planes = Planes(self.body_rates)
         planes = anchor.planes
         missing = [pair for pair in weak.tolist() if pair not in planes.index]
         for pair in sorted(missing, key=lows.item)[:max(PLANE_PAIRS - len(planes.pairs), 0)]:
             planes.add(pair, self.plane(anchor, pair))
         if planes.pairs:
-            lows[planes.pairs] = np.maximum(lows[planes.pairs], planes.bounds(
-                np.stack((start_delta, end_delta), axis=1), spread, self))
-        return float(lows.min())
+            planes.raise_bounds(lows, deltas, spread, float(self.turn_sums @ spread))
+        return float(np.minimum.reduce(lows))
 
     def plane(self, check: object, pair: int) -> tuple | None:
         """
@@ -245,21 +254,23 @@ class StreamBounds:
             other_ends, self._normal_speeds(frames, normal, other_ends, other))]
         return near, far, (body, other)
 
-    def gradient(self, check: object, points: np.ndarray, inward: bool, bodies: int
+    def gradient(self, check: object, points: list, inward: bool, bodies: int
                  ) -> list[float]:
         """
-        Return dc/dq from the closest pair's points (2, 3), base frame.
+        Return dc/dq from the closest pair's points (two of x, y, z), base frame.
 
         The points: on the links' axes, or on their surfaces (inward: their gap points
         into the other body). Either gives the same normal speeds: a body's points on one
         normal move alike along it.
         """
-        gap = points[1] - points[0]
-        length = math.sqrt(float(gap @ gap))
+        first, second = list(points[0]), list(points[1])
+        gap = [b - a for a, b in zip(first, second)]
+        length = math.sqrt(sum(g * g for g in gap))
         if not length > 1e-12:
             return [0.0] * self.chain.dof
-        normal = (gap / length * (-1.0 if inward else 1.0)).tolist()
-        frames, first, second = self._frames(check), points[0].tolist(), points[1].tolist()
+        sign = -1.0 if inward else 1.0
+        normal = [g / length * sign for g in gap]
+        frames = self._frames(check)
         rate = [-v for v in self._normal_speeds(frames, normal, [first], check.first)[0]]
         if check.second < bodies:
             rate = [a + b for a, b in zip(rate, self._normal_speeds(

@@ -1,0 +1,59 @@
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The command stream's motion bound is never above the clearance along the motion.
+
+StreamBounds.motion_bound (fabrik_ros.stream_bounds) bounds every checked pair along a
+straight joint motion from a measured check: by the joints' reaches, and for the pairs
+below the level asked for also by their separating planes (first order, within a second
+order term). Checked against the clearance sampled densely along random motions near
+random measured configurations of the real arms among the obstacles, with every pair's
+plane asked for (an infinite level) and with none (the reaches alone).
+"""
+
+from fabrik_ros.controller import IkController
+import numpy as np
+import pytest
+from test_collision_descriptions import ROBOTS, SCENE
+from test_controller import make_settings
+
+SAMPLES = 33        # clearance samples along a motion
+TOLERANCE = 1e-9    # m
+
+
+@pytest.mark.parametrize('name', list(ROBOTS))
+def test_the_motion_bound_is_never_above_the_clearance_along_the_motion(name):
+    chain = ROBOTS[name]()
+    controller = IkController(make_settings(chain), 0.0, command_period=0.01, feedback=False)
+    controller.set_obstacles(SCENE)
+    check = controller.collision
+    assert check.update(controller)
+    bounds, model, scene = check._kinematics, check._model, check._scene
+    generator = np.random.default_rng(3)
+    low, high = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
+    sharpened = 0
+    for _ in range(30):
+        anchor = check._evaluate(generator.uniform(low, high))
+        for size in (0.005, 0.02, 0.05):
+            start = anchor.q + generator.uniform(-size, size, len(low))
+            end = start + generator.uniform(-size, size, len(low))
+            least = min(model.min_distance(chain.world_frames(start + t * (end - start)), scene)
+                        for t in np.linspace(0.0, 1.0, SAMPLES))
+            by_planes = bounds.motion_bound(anchor, start, end, np.inf)
+            by_reaches = bounds.motion_bound(anchor, start, end, -np.inf)
+            assert by_planes <= least + TOLERANCE
+            assert by_reaches <= least + TOLERANCE
+            sharpened += by_planes > by_reaches
+    assert sharpened > 0    # the planes were in force somewhere
