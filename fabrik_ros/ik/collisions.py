@@ -431,11 +431,12 @@ class _Search:
                                         problem.seed.tolist(), limits.lower, limits.upper):
             if self._late():
                 break
-            if max(abs(a - b) for a, b in zip(q, answer)) <= 1e-9:
+            if not any(abs(a - b) > 1e-9 for a, b in zip(q, answer)):
                 continue
             world = self.solver.chain.world_frames(q)
-            if self.model.is_clear(world, self.collisions.scene, self.margin):
-                found.append(self._evaluate(np.array(q), world=world)[0])
+            nearest = self.model.nearest_names(world, self.collisions.scene, self.margin)
+            if nearest[0] >= self.margin:   # the smallest distance, no pair below the margin
+                found.append(self._evaluate(np.array(q), world=world, nearest=nearest)[0])
                 break
         return True
 
@@ -463,12 +464,17 @@ class _Search:
         return self.timed_out
 
     def _evaluate(self, q: np.ndarray, jacobian: bool = False,
-                  world: np.ndarray | None = None
+                  world: np.ndarray | None = None,
+                  nearest: tuple[float, tuple[str, str]] | None = None
                   ) -> tuple[_Pose, np.ndarray, np.ndarray | None, np.ndarray]:
-        """Return the pose at q, its residual, its Jacobian (if asked) and FK frames."""
+        """
+        Return the pose at q, its residual, its Jacobian (if asked) and FK frames.
+
+        world, nearest: q's FK frames and clearance with its pair's names, where known.
+        """
         if world is None:
             world = self.solver.chain.world_frames(q)
-        clearance, names = self.model.nearest_names(world, self.collisions.scene)
+        clearance, names = nearest or self.model.nearest_names(world, self.collisions.scene)
         residual, jacobian_rows, met = self.task.residual(world, jacobian)
         return (_Pose(q, clearance, float(residual @ residual), met, world, names), residual,
                 jacobian_rows, world)
