@@ -234,11 +234,15 @@ class CollisionModel:
         """
         scene = self.scene(scene)
         distance, first, second = self.nearest(world, scene, floor)
+        return distance, self.body_names(scene, first, second)
+
+    def body_names(self, scene: Scene, first: int, second: int) -> tuple[str, str]:
+        """Return the names of nearest's body and other (as Clearance.names; -1: '')."""
         if first < 0:
-            return distance, ('', '')
+            return '', ''
         bodies = len(self.bodies)
         other = self.names[second] if second < bodies else scene.name(second - bodies)
-        return distance, (self.names[first], other)
+        return self.names[first], other
 
     def nearest(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = (),
                 floor: float = -float('inf')) -> tuple[float, int, int]:

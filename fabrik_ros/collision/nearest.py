@@ -183,7 +183,12 @@ def bounds(rows: CheckRows, world: np.ndarray) -> tuple[np.ndarray, list]:
     """
     # Every point of every frame in one product: (4, 4 f) frames side by side, each
     # column of `local` a homogeneous point (or direction) in its frame's four rows.
-    placed = world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(rows.local)
+    return placed_bounds(rows, world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(
+        rows.local))
+
+
+def placed_bounds(rows: CheckRows, placed: np.ndarray) -> tuple[np.ndarray, list]:
+    """Return bounds' answer from the points of `local` placed in the base frame (4, k)."""
     balls = rows.balls
     centres = np.concatenate((placed[:3, :balls], rows.fixed_centres), axis=1)
     differences = centres.take(rows.first, axis=1) - centres.take(rows.second, axis=1)
@@ -217,8 +222,8 @@ def pair_bodies(rows: CheckRows, pair: int) -> tuple[int, int]:
                                 else rows.box_index[other])
 
 
-def nearest_pair(rows: CheckRows, world: np.ndarray, floor: float = -_INF
-                 ) -> tuple[float, int, list]:
+def nearest_pair(rows: CheckRows, world: np.ndarray | None, floor: float = -_INF,
+                 placed: np.ndarray | None = None) -> tuple[float, int, list]:
     """
     Return the smallest checked distance, its pair (rows.pairs) and the placed points.
 
@@ -226,9 +231,11 @@ def nearest_pair(rows: CheckRows, world: np.ndarray, floor: float = -_INF
     the best distance found. floor: the first pair found closer than it ends the search,
     its distance returned (below floor, not necessarily the smallest: a caller that only
     needs to know whether the smallest is below floor, and the smallest where it is not).
-    Needs a pair to check (rows.any).
+    placed: the points of rows.local in the base frame (placed_bounds), where the caller
+    has them from frames of its own (world is then not read). Needs a pair to check
+    (rows.any).
     """
-    flat, points = bounds(rows, world)
+    flat, points = bounds(rows, world) if placed is None else placed_bounds(rows, placed)
     entry_pair = rows.entry_pair
     best_pair = entry_pair[int(flat.argmin())]
     best = exact(rows, points, best_pair)

@@ -37,8 +37,10 @@ from typing import Iterator, NamedTuple, Sequence, TYPE_CHECKING
 
 from fabrik_ros.chain import ChainError
 from fabrik_ros.collision import CollisionModel, Obstacle, Scene
+from fabrik_ros.collision.nearest import CheckRows, nearest_pair, pair_bodies
 import numpy as np
 
+from .answer_frames import AnswerFrames
 from .branches import offset_wrist_solutions
 from .constrained import constrained_step
 from .result import IkResult
@@ -109,6 +111,7 @@ class Collisions:
         self.status = ''
         self._model: CollisionModel | None = None
         self._geometry: _Geometry | None = None
+        self._frames = AnswerFrames(chain)  # answers checked from the solver's FK
         self._seeds: np.ndarray | None = None
         self._clear_seeds: tuple[Scene | None, dict[int, bool]] = (None, {})
         self.scene = Scene([])  # the obstacles (set_obstacles)
@@ -187,21 +190,40 @@ class Collisions:
                                                                      (SEEDS, chain.dof))
         return self._seeds
 
-    def clearance(self, q: np.ndarray, base: np.ndarray) -> tuple[float, tuple[str, str]]:
-        """Return the clearance at q (a free root's base at `base`) and its pair's names."""
-        return self.model.nearest_names(self._world(q, base), self.scene)
+    def rows(self) -> CheckRows:
+        """Return the check's rows of the model against the obstacles (nearest.CheckRows)."""
+        return self.model.check_rows(self.scene)
+
+    def nearest(self, world: np.ndarray, floor: float = -math.inf) -> tuple[float, int]:
+        """
+        Return the clearance at FK frames `world` and its pair (rows().pairs; -1: none).
+
+        floor: below it, the first pair found closer instead (nearest.nearest_pair).
+        """
+        rows = self.rows()
+        if not rows.any:
+            return math.inf, -1
+        distance, pair, _ = nearest_pair(rows, world, floor)
+        return distance, pair
+
+    def pair_names(self, pair: int) -> tuple[str, str]:
+        """Return the names of a pair of rows() (as Clearance.names; -1: '', '')."""
+        bodies = pair_bodies(self.rows(), pair) if pair >= 0 else (-1, -1)
+        return self.model.body_names(self.scene, *bodies)
 
     def _world(self, q: np.ndarray, base: np.ndarray) -> np.ndarray:
         """Return the FK frames of q, moved by a free root's base."""
         world = self.chain.world_frames(q)
-        if np.any(base):
+        if base.any():
             world[:, :3, 3] += base
         return world
 
     def checked(self, solver: IkSolver, answer: IkResult, problem: Problem) -> IkResult:
         """Return answer with its clearance if clear, else the search's answer (see module)."""
-        answer.clearance, answer.closest_pair = self.clearance(answer.q,
-                                                               answer.base_position)
+        rows = self.rows()
+        answer.clearance, pair = (rows.any and self._frames.nearest(rows, solver, answer)) or \
+            self.nearest(self._world(answer.q, answer.base_position))
+        answer.closest_pair = self.pair_names(pair)
         if answer.clearance >= self.margin:
             return answer
         reached, answer.reached = answer.reached, False
@@ -374,7 +396,7 @@ class _Pose(NamedTuple):
     objective: float        # squared weighted residual
     met: bool               # the goals within their tolerances
     world: np.ndarray       # its FK frames, kept for the result
-    names: tuple[str, str]  # the closest pair
+    pair: int               # the closest pair (Collisions.pair_names)
 
 
 class _Search:
@@ -434,7 +456,7 @@ class _Search:
             if not any(abs(a - b) > 1e-9 for a, b in zip(q, answer)):
                 continue
             world = self.solver.chain.world_frames(q)
-            nearest = self.model.nearest_names(world, self.collisions.scene, self.margin)
+            nearest = self.collisions.nearest(world, self.margin)
             if nearest[0] >= self.margin:   # the smallest distance, no pair below the margin
                 found.append(self._evaluate(np.array(q), world=world, nearest=nearest)[0])
                 break
@@ -465,18 +487,18 @@ class _Search:
 
     def _evaluate(self, q: np.ndarray, jacobian: bool = False,
                   world: np.ndarray | None = None,
-                  nearest: tuple[float, tuple[str, str]] | None = None
+                  nearest: tuple[float, int] | None = None
                   ) -> tuple[_Pose, np.ndarray, np.ndarray | None, np.ndarray]:
         """
         Return the pose at q, its residual, its Jacobian (if asked) and FK frames.
 
-        world, nearest: q's FK frames and clearance with its pair's names, where known.
+        world, nearest: q's FK frames and Collisions.nearest of them, where known.
         """
         if world is None:
             world = self.solver.chain.world_frames(q)
-        clearance, names = nearest or self.model.nearest_names(world, self.collisions.scene)
+        clearance, pair = nearest or self.collisions.nearest(world)
         residual, jacobian_rows, met = self.task.residual(world, jacobian)
-        return (_Pose(q, clearance, float(residual @ residual), met, world, names), residual,
+        return (_Pose(q, clearance, float(residual @ residual), met, world, pair), residual,
                 jacobian_rows, world)
 
     def _close(self, q: np.ndarray, steps: int) -> _Pose:
@@ -552,7 +574,7 @@ class _Search:
             else:
                 angles[row] = _rotation_error(reached.ravel().tolist(),
                                               rotation.ravel().tolist())[0]
-        clearance, names = pose.clearance, pose.names
+        clearance, names = pose.clearance, self.collisions.pair_names(pose.pair)
         error = max(error for error in errors.tolist() if error == error)   # NaN: no target
         reached = pose.met and clearance >= self.margin
         return IkResult(
