@@ -202,6 +202,36 @@ def test_where_the_first_answer_collides_another_branch_is_found_clear():
         assert chain.clearance(result.q, scene) == pytest.approx(result.clearance)
 
 
+def test_a_solve_out_of_time_when_its_answer_collides_returns_that_answer_unreached():
+    from test_collision_descriptions import ur5e_with_gripper
+    chain = ur5e_with_gripper()
+    scene = [TABLE, PILLAR]
+    ticks = [0.0]
+
+    def clock() -> float:       # each reading a second later: late once the answer is in
+        ticks[0] += 1.0
+        return ticks[0]
+    late = IkSolver(chain, clock=clock, timeout=1.5)
+    late.set_obstacles(scene)
+    free = IkSolver(chain, self_collision=False)
+    rng = np.random.default_rng(5)
+    found = 0
+    while found < 2:
+        q = rng.uniform(-np.pi, np.pi, chain.dof)
+        if chain.clearance(q, scene) < 0.03:
+            continue
+        pose = chain.tip_pose(q)
+        orientation = quaternion_from_rotation(pose[:3, :3])
+        first = free.solve(pose[:3, 3], orientation=orientation)
+        if not first.reached or chain.clearance(first.q, scene) >= MARGIN:
+            continue
+        found += 1
+        result = late.solve(pose[:3, 3], orientation=orientation)
+        assert result.timed_out and not result.reached
+        assert result.clearance == pytest.approx(chain.clearance(result.q, scene))
+        assert result.clearance < MARGIN
+
+
 @pytest.fixture(scope='module')
 def ur5e() -> Chain:
     from test_collision_descriptions import ur5e_with_gripper

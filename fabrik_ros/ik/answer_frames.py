@@ -63,13 +63,13 @@ class AnswerFrames:
                                  for k in range(4)] for i in range(4)])
         self._local, self._rows = local, rows
 
-    def nearest(self, rows: CheckRows, solver: IkSolver, answer: IkResult
+    def nearest(self, rows: CheckRows, solver: IkSolver, answer: IkResult, floor: float
                 ) -> tuple[float, int] | None:
         """
         Return nearest_pair's distance and pair at the answer from the solver's frames.
 
-        None where the solver's last state is not the answer's (or its root moved). Needs
-        a pair to check (rows.any).
+        floor: as nearest_pair takes it. None where the solver's last state is not the
+        answer's (or its root moved). Needs a pair to check (rows.any).
         """
         _, state = solver._last
         if state.base != _ORIGIN or state.q != answer.q.tolist():
@@ -79,5 +79,5 @@ class AnswerFrames:
         frames = state.frames
         ordered = sum(frames[-1:] + frames[:rows.frames - 1], ()) + (0.0, 1.0)
         placed = np.array(ordered).take(self._index).dot(self._local)
-        distance, pair, _ = nearest_pair(rows, None, placed=placed)
+        distance, pair, _ = nearest_pair(rows, None, floor, placed)
         return distance, pair

@@ -74,7 +74,7 @@ class Problem(NamedTuple):
 
     targets: list           # per effector (3,) metres or None
     rotations: list | None  # per effector 9-tuple or None; None: position only
-    seed: np.ndarray        # (n,) within the limits
+    seed: object            # as solve takes it (None: neutral); (n,) clipped for the search
     deadline: float         # the solver's clock
 
 
@@ -195,11 +195,7 @@ class Collisions:
         return self.model.check_rows(self.scene)
 
     def nearest(self, world: np.ndarray, floor: float = -math.inf) -> tuple[float, int]:
-        """
-        Return the clearance at FK frames `world` and its pair (rows().pairs; -1: none).
-
-        floor: below it, the first pair found closer instead (nearest.nearest_pair).
-        """
+        """Return the clearance at `world`, its pair (rows().pairs, -1: none); see nearest_pair."""
         rows = self.rows()
         if not rows.any:
             return math.inf, -1
@@ -220,9 +216,11 @@ class Collisions:
 
     def checked(self, solver: IkSolver, answer: IkResult, problem: Problem) -> IkResult:
         """Return answer with its clearance if clear, else the search's answer (see module)."""
-        rows = self.rows()
-        answer.clearance, pair = (rows.any and self._frames.nearest(rows, solver, answer)) or \
-            self.nearest(self._world(answer.q, answer.base_position))
+        # floor: below the margin the first pair found, not the smallest (see the search)
+        rows, floor = self.rows(), self.margin if solver.root != 'free' else -math.inf
+        found = rows.any and self._frames.nearest(rows, solver, answer, floor)
+        answer.clearance, pair = found or self.nearest(self._world(answer.q,
+                                                                   answer.base_position), floor)
         answer.closest_pair = self.pair_names(pair)
         if answer.clearance >= self.margin:
             return answer
@@ -231,7 +229,8 @@ class Collisions:
             return answer
         if self._geometry is None:
             self._geometry = _Geometry(self.chain, self.model)
-        return _Search(self, solver, problem, answer).run(other_branches=reached)
+        seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
+        return _Search(self, solver, problem._replace(seed=seed), answer).run(reached)
 
 
 class CollisionSettings:
@@ -440,7 +439,8 @@ class _Search:
                 found.append(self._close(start, RESTART_CLOSING_STEPS))
         clear = [pose for pose in found if pose.clearance >= self.margin]
         best = (min(clear, key=lambda pose: (not pose.met, pose.objective)) if clear
-                else max(found, key=lambda pose: pose.clearance))
+                else max(found or [self._evaluate(self.answer.q)[0]],     # late: the answer
+                         key=lambda pose: pose.clearance))
         return self._result(best)
 
     def _exact_branches(self, found: list[_Pose]) -> bool:
