@@ -21,7 +21,7 @@ The arm's sub-solver (the joints above the wrist) is handed in by the solver.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 import math
 from typing import TYPE_CHECKING
 
@@ -37,7 +37,7 @@ from .rotations import _apply, _IDENTITY, _ORIGIN, _product, _transposed, _turn
 from .tuning import FREE_STEP, FREE_STEPS, WRIST_BRANCHES, WRIST_RESTARTS
 from .wrist import (nearest_wrist_angles, offset_wrist, offset_wrist_angles, OffsetWrist,
                     shoulder_angles, spherical_shoulder, spherical_wrist, split_at_wrist,
-                    turned_back, wrist_angles, wrist_pointing)
+                    turned_back, turned_back_vector, wrist_angles, wrist_pointing)
 
 if TYPE_CHECKING:
     from .solver import IkSolver
@@ -235,13 +235,12 @@ class _Wrist(_Split):
         k, seed = self.k, start.q
         lower, upper = self.lower, self.upper
         wrist_seed, wrist_lower, wrist_upper = seed[k:], lower[k:], upper[k:]
-        frees: list[float | None] = [None]
-        if len(self.shoulder.axes) == 3:
-            free, low, high = seed[2], lower[2], upper[2]
-            frees = [value for step in range(FREE_STEPS + 1)
-                     for value in ((free + step * FREE_STEP, free - step * FREE_STEP)
-                                   if step else (free,)) if low <= value <= high]
-        columns = [aim[0::3], aim[1::3], aim[2::3]] if self.tool_axis is None else []
+        frees: Iterable[float | None] = [None]
+        if len(self.shoulder.axes) == 3:    # (a generator: the seed's angle mostly fits)
+            held, low, high = seed[2], lower[2], upper[2]
+            frees = (value for step in range(FREE_STEPS + 1)
+                     for value in ((held + step * FREE_STEP, held - step * FREE_STEP)
+                                   if step else (held,)) if low <= value <= high)
         for free in frees:
             best, distance = None, math.inf
             # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
@@ -251,16 +250,16 @@ class _Wrist(_Split):
                     break
                 # The wrist's turn in the frame of the joint above it (see pose_angles).
                 if self.tool_axis is None:
-                    c0, c1, c2 = turned_back(self.shoulder.arm, q, columns)
-                    found = nearest_wrist_angles(self.wrist, _product(self.above_zero, (
-                        c0[0], c1[0], c2[0], c0[1], c1[1], c2[1], c0[2], c1[2], c2[2])),
+                    found = nearest_wrist_angles(
+                        self.wrist, _product(self.above_zero, turned_back(self.shoulder.arm, q,
+                                                                          aim)),
                         wrist_seed, wrist_lower, wrist_upper, distance - moved)
                     if found is not None and moved + found[1] < distance:
                         best, distance = q + found[0], moved + found[1]
                     continue
                 angles = wrist_pointing(
-                    self.wrist, self.along, _apply(self.above_zero, turned_back(
-                        self.shoulder.arm, q, [aim])[0]), wrist_seed, wrist_lower, wrist_upper)
+                    self.wrist, self.along, _apply(self.above_zero, turned_back_vector(
+                        self.shoulder.arm, q, aim)), wrist_seed, wrist_lower, wrist_upper)
                 if angles is not None:
                     moved += _squared(angles, wrist_seed)
                     if moved < distance:

@@ -57,23 +57,47 @@ def _carry(pair: AxisPair, p: Sequence[float], q: Sequence[float]
     pair: the axes a1, a2; p, q: unit directions. a2's turn takes p to a point z, a1's
     takes z to q: none, one or two of them.
     """
+    return _carry_across(pair, _across(pair.second, p), _across(pair.first, q))
+
+
+def _across(axis: Sequence[float], v: Sequence[float]
+            ) -> tuple[float, tuple[float, float, float]]:
+    """Return v's part along a unit axis and its part across it (as _turn_angle splits v)."""
+    (ax, ay, az), (x, y, z) = axis, v
+    along = ax * x + ay * y + az * z
+    return along, (x - along * ax, y - along * ay, z - along * az)
+
+
+def _carry_across(pair: AxisPair, p: tuple[float, tuple[float, float, float]],
+                  q: tuple[float, tuple[float, float, float]]) -> list[tuple[float, float]]:
+    """
+    Return _carry's angle pairs of p and q given as _across splits them (p: about a2).
+
+    A direction carried again and again (a constant p, a q shared by calls) is split once.
+    """
     a1, a2, cosine, (nx, ny, nz), denominator, normal_square = pair
-    along_p = a2[0] * p[0] + a2[1] * p[1] + a2[2] * p[2]
-    along_q = a1[0] * q[0] + a1[1] * q[1] + a1[2] * q[2]
+    (along_p, (px, py, pz)), (along_q, (qx, qy, qz)) = p, q
     alpha = (cosine * along_p - along_q) / denominator
     beta = (cosine * along_q - along_p) / denominator
     square = (1.0 - alpha * alpha - beta * beta - 2.0 * alpha * beta * cosine) / normal_square
     if square < -1e-9:
         return []
     gamma = math.sqrt(max(square, 0.0))
-    mx, my, mz = (alpha * a1[0] + beta * a2[0], alpha * a1[1] + beta * a2[1],
-                  alpha * a1[2] + beta * a2[2])
-    z = (mx + gamma * nx, my + gamma * ny, mz + gamma * nz)
-    if not gamma:
-        return [(_turn_angle(a1, z, q), _turn_angle(a2, p, z))]
-    other = (mx - gamma * nx, my - gamma * ny, mz - gamma * nz)
-    return [(_turn_angle(a1, z, q), _turn_angle(a2, p, z)),
-            (_turn_angle(a1, other, q), _turn_angle(a2, p, other))]
+    (bx, by, bz), (cx, cy, cz) = a1, a2
+    mx, my, mz = (alpha * bx + beta * cx, alpha * by + beta * cy, alpha * bz + beta * cz)
+    pairs = []
+    for side in (gamma, -gamma) if gamma else (gamma,):
+        zx, zy, zz = mx + side * nx, my + side * ny, mz + side * nz
+        # _turn_angle(a1, z, q) and _turn_angle(a2, p, z), of the parts across the axes.
+        along = bx * zx + by * zy + bz * zz
+        ux, uy, uz = zx - along * bx, zy - along * by, zz - along * bz
+        along = cx * zx + cy * zy + cz * zz
+        vx, vy, vz = zx - along * cx, zy - along * cy, zz - along * cz
+        pairs.append((math.atan2(bx * (uy * qz - uz * qy) + by * (uz * qx - ux * qz)
+                                 + bz * (ux * qy - uy * qx), ux * qx + uy * qy + uz * qz),
+                      math.atan2(cx * (py * vz - pz * vy) + cy * (pz * vx - px * vz)
+                                 + cz * (px * vy - py * vx), px * vx + py * vy + pz * vz)))
+    return pairs
 
 
 def _nearer(angles: Sequence[float], seed: Sequence[float], lower: Sequence[float],
@@ -126,6 +150,41 @@ def _turned(axis: Sequence[float], angle: float, v: Sequence[float]
             z * c + (ax * y - ay * x) * s + az * along)
 
 
+def _turn_angle_from(axis: Sequence[float], start: Sequence[float], end: Sequence[float]
+                     ) -> float:
+    """Return _turn_angle(axis, s, end) of a start given by its part across the axis."""
+    (ax, ay, az), (ux, uy, uz), (x, y, z) = axis, start, end
+    along = ax * x + ay * y + az * z
+    vx, vy, vz = x - along * ax, y - along * ay, z - along * az
+    return math.atan2(ax * (uy * vz - uz * vy) + ay * (uz * vx - ux * vz)
+                      + az * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz)
+
+
+class Spin(NamedTuple):
+    """A vector to turn about a unit axis by angles yet unknown, with what _turned needs first."""
+
+    axis: tuple[float, float, float]
+    v: tuple[float, float, float]
+    along: float                        # axis . v
+    cross: tuple[float, float, float]   # axis x v
+
+
+def spin(axis: Sequence[float], v: Sequence[float]) -> Spin:
+    """Return the spin of v about a unit axis (the products as _turned makes them)."""
+    ax, ay, az = axis
+    x, y, z = v
+    return Spin((ax, ay, az), (x, y, z), ax * x + ay * y + az * z,
+                (ay * z - az * y, az * x - ax * z, ax * y - ay * x))
+
+
+def _spun(turning: Spin, angle: float) -> tuple[float, float, float]:
+    """Return _turned(axis, angle, v) of a spin (v turned by angle about its axis)."""
+    (ax, ay, az), (x, y, z), along, (cx, cy, cz) = turning
+    c, s = math.cos(angle), math.sin(angle)
+    along *= 1.0 - c
+    return x * c + cx * s + ax * along, y * c + cy * s + ay * along, z * c + cz * s + az * along
+
+
 def _apply(m: Sequence[float], v: Sequence[float]) -> tuple[float, float, float]:
     """Return the row-major 3x3 matrix m applied to v."""
     return (m[0] * v[0] + m[1] * v[1] + m[2] * v[2], m[3] * v[0] + m[4] * v[1] + m[5] * v[2],
@@ -140,34 +199,6 @@ def _dot(a: Sequence[float], b: Sequence[float]) -> float:
 def _cross(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
     """Return the cross product of two 3-vectors."""
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-
-
-def _nearest(solutions: list[tuple[float, ...]], seed: Sequence[float],
-             lower: Sequence[float], upper: Sequence[float], bound: float = math.inf
-             ) -> tuple[list[float], float] | None:
-    """
-    Return the solution nearest the seed within the limits (as _nearer), and its distance.
-
-    Each angle is turned by whole turns where that brings it inside the limits; None if
-    none fits, or none is nearer than bound (radians squared).
-    """
-    best, distance = None, bound
-    for angles in solutions:
-        fitted, moved = [], 0.0
-        for t, s, lo, hi in zip(angles, seed, lower, upper):
-            value = s + math.remainder(t - s, _TWO_PI)
-            if not lo - _ROUNDING <= value <= hi + _ROUNDING:
-                value = value - _TWO_PI if value > s else value + _TWO_PI
-                if not lo - _ROUNDING <= value <= hi + _ROUNDING:
-                    break
-            value = lo if value < lo else hi if value > hi else value
-            moved += (value - s) * (value - s)
-            if moved >= distance:
-                break
-            fitted.append(value)
-        else:
-            best, distance = fitted, moved
-    return (best, distance) if best is not None else None
 
 
 def _sinusoid_roots(a: float, b: float, c: float) -> list[float]:

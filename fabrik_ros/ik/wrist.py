@@ -38,8 +38,10 @@ from typing import NamedTuple, Sequence
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
-from .subproblems import (_apply, _carry, _cross, _dot, _nearer, _nearest, _sinusoid_roots,
-                          _turn_angle, _turned, _within, axis_pair, AxisPair)
+from .rotations import _product, _turn
+from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _dot, _nearer,
+                          _sinusoid_roots, _spun, _turn_angle_from, _turned, _within, axis_pair,
+                          AxisPair, Spin, spin)
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
 _CENTRE_OFF = 1e-3      # of the tolerance: axes passing this close to one point meet there
@@ -101,13 +103,34 @@ class SphericalWrist(NamedTuple):
     pair: AxisPair                      # the first two axes (not parallel)
     third: tuple[float, float, float]   # the third axis
     across: tuple[float, float, float]  # a direction across the third axis
+    third_split: tuple[float, tuple[float, float, float]]  # a3 along and across a2 (_across)
+    across_third: tuple[float, float, float]  # across's part across a3
 
 
 def spherical_wrist(axes: Sequence[Sequence[float]]) -> SphericalWrist:
     """Return the wrist of three unit axes a1, a2, a3 through one point, a1 and a2 not parallel."""
     a1, a2, a3 = (tuple(float(x) for x in axis) for axis in axes)
-    return SphericalWrist(axis_pair(a1, a2), a3,
-                          _cross(a3, (1.0, 0.0, 0.0) if abs(a3[0]) < 0.9 else (0.0, 1.0, 0.0)))
+    across = _cross(a3, (1.0, 0.0, 0.0) if abs(a3[0]) < 0.9 else (0.0, 1.0, 0.0))
+    return SphericalWrist(axis_pair(a1, a2), a3, across, _across(a2, a3), _across(a3, across)[1])
+
+
+def _wrist_pairs(wrist: SphericalWrist, turn: Sequence[float]
+                 ) -> tuple[list[tuple[float, float]], Spin]:
+    """
+    Return the first two angles of the wrist's solutions for a turn, and their third's spin.
+
+    a1's and a2's turns carry a3 onto turn @ a3 (subproblem 2), then a3's turns turn @ across,
+    turned back about a1 and a2, the rest of the way (subproblem 1; _wrist_third).
+    """
+    pair = wrist.pair
+    return (_carry_across(pair, wrist.third_split, _across(pair.first, _apply(turn, wrist.third))),
+            spin(pair.first, _apply(turn, wrist.across)))
+
+
+def _wrist_third(wrist: SphericalWrist, carried: Spin, t1: float, t2: float) -> float:
+    """Return the third angle of the wrist's solution whose first two are t1, t2 (see above)."""
+    return _turn_angle_from(wrist.third, wrist.across_third,
+                            _turned(wrist.pair.second, -t2, _spun(carried, -t1)))
 
 
 def wrist_angles(wrist: SphericalWrist, turn: Sequence[float], seed: Sequence[float],
@@ -133,23 +156,17 @@ def nearest_wrist_angles(wrist: SphericalWrist, turn: Sequence[float], seed: Seq
     None where no solution fits the limits nearer than bound (radians squared): a branch
     whose first two angles are already that far from the seed skips its third.
     """
-    pair, a3, across = wrist
-    a1, a2 = pair.first, pair.second
-    # a3's own turn leaves a3 put: a1's and a2's carry it onto turn @ a3 (subproblem 2),
-    # then a3's turns any direction across it the rest of the way (subproblem 1), which is
-    # turn @ across turned back about a1 and a2.
-    carried = _apply(turn, across)
     best, distance = None, bound
     s1, s2, s3 = seed
-    for t1, t2 in _carry(pair, a3, _apply(turn, a3)):
+    pairs, carried = _wrist_pairs(wrist, turn)
+    for t1, t2 in pairs:
         f1, f2 = _within(t1, s1, lower[0], upper[0]), _within(t2, s2, lower[1], upper[1])
         if f1 is None or f2 is None:
             continue
         moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
         if moved >= distance:
             continue
-        f3 = _within(_turn_angle(a3, across, _turned(a2, -t2, _turned(a1, -t1, carried))),
-                     s3, lower[2], upper[2])
+        f3 = _within(_wrist_third(wrist, carried, t1, t2), s3, lower[2], upper[2])
         if f3 is not None:
             moved += (f3 - s3) ** 2
             if moved < distance:
@@ -193,6 +210,7 @@ class Shoulder(NamedTuple):
     lever: tuple[float, float, float]   # the tip from the elbow's point
     sinusoid: tuple[float, float, float]  # |tip - S|^2 = c - a cos t - b sin t: (a, b, c)
     pair: AxisPair                      # the first two axes
+    lever_spin: Spin                    # the lever about the elbow's axis
 
 
 def spherical_shoulder(arm: Chain, tolerance: float) -> Shoulder | None:
@@ -230,7 +248,7 @@ def spherical_shoulder(arm: Chain, tolerance: float) -> Shoulder | None:
                     (tuple(float(x) for x in elbow), tuple(float(x) for x in at)),
                     tuple(float(x) for x in lever),
                     (a, b, float(v @ v + lever @ lever + 2.0 * v @ along)),
-                    axis_pair(*arm_axes[:2]))
+                    axis_pair(*arm_axes[:2]), spin(arm_axes[-1], tuple(float(x) for x in lever)))
 
 
 def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None,
@@ -251,44 +269,65 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     scale = 1.0 / math.sqrt(squared)
     toward = (dx * scale, dy * scale, dz * scale)
     a, b, c = shoulder.sinusoid
-    (elbow, (ex, ey, ez)), lever = shoulder.elbow, shoulder.lever
+    (ex, ey, ez), pair = shoulder.elbow[1], shoulder.pair
+    # The angles every solution shares fitted once: the free one, each elbow root's.
+    fixed = []
+    if free is not None:
+        fixed.append(_within(free, seed[2], lower[2], upper[2]))
+        if fixed[0] is None:
+            return []
+    k = len(seed) - 1
+    (s1, s2), (l1, l2), (u1, u2) = seed[:2], lower[:2], upper[:2]
+    toward = _across(pair.first, toward)     # (split once for both roots' subproblem 2)
     found = []
     for te in _sinusoid_roots(-a, -b, c - squared):
-        lx, ly, lz = _turned(elbow, te, lever)
+        elbow = _within(te, seed[k], lower[k], upper[k])
+        if elbow is None:
+            continue
+        lx, ly, lz = _spun(shoulder.lever_spin, te)
         p = (ex + lx - sx, ey + ly - sy, ez + lz - sz)
         if free is not None:
             p = _turned(shoulder.axes[2], free, p)
         norm = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
         p = (p[0] / norm, p[1] / norm, p[2] / norm)
-        for t1, t2 in _carry(shoulder.pair, p, toward):
-            angles = (t1, t2, te) if free is None else (t1, t2, free, te)
-            fitted = [_within(t, s, lo, hi) for t, s, lo, hi in zip(angles, seed, lower, upper)]
-            if None not in fitted:
-                found.append(fitted)
+        for t1, t2 in _carry_across(pair, _across(pair.second, p), toward):
+            f1, f2 = _within(t1, s1, l1, u1), _within(t2, s2, l2, u2)
+            if f1 is not None and f2 is not None:
+                found.append([f1, f2, *fixed, elbow])
     return found
 
 
 def turned_back(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
-                vectors: Sequence[Sequence[float]]) -> list[tuple[float, float, float]]:
+                turn: Sequence[float]) -> tuple[float, ...]:
     """
-    Return the vectors turned back by joints in a row: (R(a1, t1) ... R(ak, tk))^T v.
+    Return (R(a1, t1) ... R(ak, tk))^T turn: a row-major 3x3's columns turned back by joints.
 
     axes: unit axes at q = 0, base frame (a product of exponentials: the turns of joints in
-    a row compose in this order whatever the joints' offsets).
+    a row compose in this order whatever the joints' offsets). Each column as
+    turned_back_vector turns it, the three in step (unpacked once, not a tuple per turn).
     """
-    turned = list(vectors)
+    x0, x1, x2, y0, y1, y2, z0, z1, z2 = turn
     for (ax, ay, az), angle in zip(axes, angles):
-        # _turned's Rodrigues, its cosine and sine once per joint.
         c, s = math.cos(-angle), math.sin(-angle)
         ones = 1.0 - c
-        moved = []
-        for x, y, z in turned:
-            along = (ax * x + ay * y + az * z) * ones
-            moved.append((x * c + (ay * z - az * y) * s + ax * along,
-                          y * c + (az * x - ax * z) * s + ay * along,
-                          z * c + (ax * y - ay * x) * s + az * along))
-        turned = moved
-    return turned
+        a0 = (ax * x0 + ay * y0 + az * z0) * ones
+        a1 = (ax * x1 + ay * y1 + az * z1) * ones
+        a2 = (ax * x2 + ay * y2 + az * z2) * ones
+        x0, y0, z0, x1, y1, z1, x2, y2, z2 = (
+            x0 * c + (ay * z0 - az * y0) * s + ax * a0, y0 * c + (az * x0 - ax * z0) * s + ay * a0,
+            z0 * c + (ax * y0 - ay * x0) * s + az * a0, x1 * c + (ay * z1 - az * y1) * s + ax * a1,
+            y1 * c + (az * x1 - ax * z1) * s + ay * a1, z1 * c + (ax * y1 - ay * x1) * s + az * a1,
+            x2 * c + (ay * z2 - az * y2) * s + ax * a2, y2 * c + (az * x2 - ax * z2) * s + ay * a2,
+            z2 * c + (ax * y2 - ay * x2) * s + az * a2)
+    return x0, x1, x2, y0, y1, y2, z0, z1, z2
+
+
+def turned_back_vector(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
+                       v: Sequence[float]) -> tuple[float, float, float]:
+    """Return (R(a1, t1) ... R(ak, tk))^T v (see turned_back): v turned by -t1, then -t2 ..."""
+    for axis, angle in zip(axes, angles):
+        v = _turned(axis, -angle, v)
+    return v
 
 
 def serial_revolute(chain: Chain, count: int) -> bool:
@@ -316,13 +355,10 @@ class OffsetWrist(NamedTuple):
     signs: tuple[float, float]          # the third and fourth axes along it (+1 or -1)
     second: tuple[float, float, float]  # a point on the second axis
     third: tuple[tuple[float, float, float], tuple[float, float, float]]  # axis, a point
-    fifth: tuple[float, float, float]   # the fifth axis
-    sixth: tuple[float, float, float]   # the sixth axis
     meet: tuple[float, float, float]    # where the fourth axis meets the fifth
     reach: float                        # from there along the fifth axis to the sixth
     centre: tuple[float, float, float]  # where the fifth axis meets the sixth, tool frame
     zero: tuple[float, ...]             # the tool's rotation
-    across: tuple[float, float, float]  # a direction across the sixth axis
     plane: tuple[float, float]          # the first axis along n; the first's point from
     #                                     the meeting point, along n
     shift: tuple[float, float, float]   # the first axis's point from the second's
@@ -330,7 +366,9 @@ class OffsetWrist(NamedTuple):
     offset: tuple[float, float, float]  # the third axis from the second, across n
     planar: tuple[float, float, float]  # offset . lever, offset . (a3 x lever), and
     #                                     |offset|^2 + |lever|^2 (see _planar_pair)
-    pair: AxisPair                      # the parallel axes' direction and the fifth axis
+    wrist: SphericalWrist               # the parallel axes' direction, the fifth, the sixth
+    fifth: Spin                         # the fifth axis about the parallel ones
+    lever_spin: Spin                    # lever about the third axis
 
 
 def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
@@ -365,20 +403,19 @@ def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
     def across_n(v: np.ndarray) -> tuple[float, float, float]:
         return floats(v - float(v @ parallel) * parallel)
 
-    sixth = floats(axes[5])
     lever, offset = across_n(meet - points[2]), across_n(points[2] - points[1])
     return OffsetWrist(
         (floats(axes[0]), floats(points[0])), floats(parallel),
         (float(np.sign(parallel @ axes[2])), float(np.sign(parallel @ axes[3]))),
-        floats(points[1]), (floats(axes[2]), floats(points[2])), floats(axes[4]),
-        sixth, floats(meet), float((centre - meet) @ axes[4]),
+        floats(points[1]), (floats(axes[2]), floats(points[2])), floats(meet),
+        float((centre - meet) @ axes[4]),
         floats(tool[:3, :3].T @ (centre - tool[:3, 3])), tuple(tool[:3, :3].ravel().tolist()),
-        _cross(sixth, (1.0, 0.0, 0.0) if abs(sixth[0]) < 0.9 else (0.0, 1.0, 0.0)),
         (float(axes[0] @ parallel), float((points[0] - meet) @ parallel)),
         floats(points[0] - points[1]), lever, offset,
         (_dot(offset, lever), _dot(offset, _cross(floats(axes[2]), lever)),
          _dot(offset, offset) + _dot(lever, lever)),
-        axis_pair(floats(parallel), floats(axes[4])))
+        spherical_wrist((parallel, axes[4], axes[5])), spin(floats(parallel), floats(axes[4])),
+        spin(floats(axes[2]), lever))
 
 
 def offset_wrist_branches(arm: OffsetWrist, position: Sequence[float],
@@ -404,11 +441,8 @@ def offset_wrist_branches(arm: OffsetWrist, position: Sequence[float],
     along = (ax * wx + ay * wy + az * wz) * first_along
     a = wx * nx + wy * ny + wz * nz - along
     b = -((ay * wz - az * wy) * nx + (az * wx - ax * wz) * ny + (ax * wy - ay * wx) * nz)
-    # The rest of the orientation: a wrist of three axes (the parallel joints' sum, the
-    # fifth, the sixth), as a spherical wrist's (see wrist_angles).
-    z = arm.zero
-    relative = [r[i] * z[j] + r[i + 1] * z[j + 1] + r[i + 2] * z[j + 2]
-                for i in (0, 3, 6) for j in (0, 3, 6)]
+    # The rest of the orientation: the parallel joints' sum, the fifth, the sixth (a wrist).
+    relative = _turn(r, arm.zero)
     branches: list[tuple[float, ...]] = []
     for t1 in _sinusoid_roots(a, b, along + plane):
         _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
@@ -431,21 +465,21 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     # the shoulder's and elbow's part of the distance only adds to theirs.
     s1, s5, s6 = seed[0], seed[4], seed[5]
     nearest = []
+    first = f1 = None     # the branches come in pairs of one t1: it is fitted once a pair
     for t1, t234, t5, t6, goal in branches:
-        f1, f5, f6 = (_within(t1, s1, lower[0], upper[0]), _within(t5, s5, lower[4], upper[4]),
-                      _within(t6, s6, lower[5], upper[5]))
+        if t1 is not first:
+            first, f1 = t1, _within(t1, s1, lower[0], upper[0])
+        f5, f6 = _within(t5, s5, lower[4], upper[4]), _within(t6, s6, lower[5], upper[5])
         if f1 is not None and f5 is not None and f6 is not None:
             nearest.append(((f1 - s1) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2, f1, t234, f5, f6,
                             goal))
     nearest.sort()
     best, distance = None, math.inf
-    s3, s4 = arm.signs
     middle = seed[1:4], lower[1:4], upper[1:4]
     for moved, t1, t234, t5, t6, goal in nearest:
         if moved >= distance:
             break
-        solutions = [(t2, t3, s4 * (t234 - t2 - s3 * t3)) for t2, t3 in _planar_pair(arm, goal)]
-        fitted = _nearest(solutions, *middle, distance - moved)
+        fitted = _planar_nearest(arm, goal, t234, middle, distance - moved)
         if fitted is not None:
             best, distance = [t1, *fitted[0], t5, t6], moved + fitted[1]
     return best
@@ -468,27 +502,20 @@ def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
             ax * ay * v - az * s, c + ay * ay * v, az * ay * v + ax * s,
             ax * az * v + ay * s, ay * az * v - ax * s, c + az * az * v)
     b0, b1, b2, b3, b4, b5, b6, b7, b8 = back
-    m = relative
-    turn = (b0 * m[0] + b1 * m[3] + b2 * m[6], b0 * m[1] + b1 * m[4] + b2 * m[7],
-            b0 * m[2] + b1 * m[5] + b2 * m[8], b3 * m[0] + b4 * m[3] + b5 * m[6],
-            b3 * m[1] + b4 * m[4] + b5 * m[7], b3 * m[2] + b4 * m[5] + b5 * m[8],
-            b6 * m[0] + b7 * m[3] + b8 * m[6], b6 * m[1] + b7 * m[4] + b8 * m[7],
-            b6 * m[2] + b7 * m[5] + b8 * m[8])
-    n, fifth, sixth, across = arm.parallel, arm.fifth, arm.sixth, arm.across
-    carried = _apply(turn, across)
     # The corner turned back about the first axis, from the second axis's point.
     wx, wy, wz = w
     sx, sy, sz = arm.shift
     gx = b0 * wx + b1 * wy + b2 * wz + sx
     gy = b3 * wx + b4 * wy + b5 * wz + sy
     gz = b6 * wx + b7 * wy + b8 * wz + sz
-    reach = arm.reach
-    for t234, t5 in _carry(arm.pair, sixth, _apply(turn, sixth)):
-        t6 = _turn_angle(sixth, across, _turned(fifth, -t5, _turned(n, -t234, carried)))
+    reach, wrist = arm.reach, arm.wrist
+    pairs, carried = _wrist_pairs(wrist, _product(back, relative))
+    for t234, t5 in pairs:
         # The fourth axis meets the fifth where the fifth, turned, leads back from the
         # corner; the shoulder and elbow bring it there (see _planar_pair).
-        fx, fy, fz = _turned(n, t234, fifth)
-        branches.append((t1, t234, t5, t6, (gx - reach * fx, gy - reach * fy, gz - reach * fz)))
+        fx, fy, fz = _spun(arm.fifth, t234)
+        branches.append((t1, t234, t5, _wrist_third(wrist, carried, t234, t5),
+                         (gx - reach * fx, gy - reach * fy, gz - reach * fz)))
 
 
 def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, float]]:
@@ -499,17 +526,65 @@ def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, f
     sets the point's distance from the second axis (subproblem 3), the second's its
     direction (subproblem 1).
     """
-    n = arm.parallel
-    along = goal[0] * n[0] + goal[1] * n[1] + goal[2] * n[2]
-    goal = (goal[0] - along * n[0], goal[1] - along * n[1], goal[2] - along * n[2])
+    roots, across = _planar_roots(arm, goal)
+    return [(_planar_second(arm, t3, across), t3) for t3 in roots]
+
+
+def _planar_nearest(arm: OffsetWrist, goal: Sequence[float], t234: float,
+                    middle: tuple[Sequence[float], Sequence[float], Sequence[float]],
+                    bound: float) -> tuple[list[float], float] | None:
+    """
+    Return _planar_pair's (t2, t3, t4) for goal and t234 nearest the seed, and its distance.
+
+    Within the limits (_within), nearer than bound (radians squared), else None. middle: the
+    seed's and limits' second to fourth angles. A third as far as bound skips its second.
+    """
+    (s2, s3, s4), (l2, l3, l4), (u2, u3, u4) = middle
+    k3, k4 = arm.signs
+    roots, across = _planar_roots(arm, goal)
+    best, distance = None, bound
+    for t3 in roots:
+        f3 = _within(t3, s3, l3, u3)
+        if f3 is None or (f3 - s3) * (f3 - s3) >= distance:
+            continue
+        t2 = _planar_second(arm, t3, across)
+        f2 = _within(t2, s2, l2, u2)
+        if f2 is None:
+            continue
+        moved = (f2 - s2) * (f2 - s2)
+        if moved >= distance:
+            continue
+        moved += (f3 - s3) * (f3 - s3)
+        f4 = _within(k4 * (t234 - t2 - k3 * t3), s4, l4, u4)
+        if moved >= distance or f4 is None:
+            continue
+        moved += (f4 - s4) * (f4 - s4)
+        if moved < distance:
+            best, distance = [f2, f3, f4], moved
+    return (best, distance) if best is not None else None
+
+
+def _planar_roots(arm: OffsetWrist, goal: Sequence[float]
+                  ) -> tuple[list[float], tuple[float, float, float]]:
+    """Return _planar_pair's third angles, and goal's part across n for their seconds."""
+    (nx, ny, nz), (gx, gy, gz) = arm.parallel, goal
+    along = gx * nx + gy * ny + gz * nz
+    gx, gy, gz = gx - along * nx, gy - along * ny, gz - along * nz
     a, b, lengths = arm.planar
-    c = (goal[0] * goal[0] + goal[1] * goal[1] + goal[2] * goal[2] - lengths) / 2.0
-    a3, lever, (px, py, pz) = arm.third[0], arm.lever, arm.offset
-    pairs = []
-    for t3 in _sinusoid_roots(a, b, -c):
-        rx, ry, rz = _turned(a3, t3, lever)
-        pairs.append((_turn_angle(n, (px + rx, py + ry, pz + rz), goal), t3))
-    return pairs
+    c = (gx * gx + gy * gy + gz * gz - lengths) / 2.0
+    along = nx * gx + ny * gy + nz * gz
+    return _sinusoid_roots(a, b, -c), (gx - along * nx, gy - along * ny, gz - along * nz)
+
+
+def _planar_second(arm: OffsetWrist, t3: float, across: tuple[float, float, float]) -> float:
+    """Return _planar_pair's second angle for its third, t3 (across: from _planar_roots)."""
+    (px, py, pz), (nx, ny, nz), (vx, vy, vz) = arm.offset, arm.parallel, across
+    rx, ry, rz = _spun(arm.lever_spin, t3)
+    rx, ry, rz = px + rx, py + ry, pz + rz
+    along = nx * rx + ny * ry + nz * rz
+    ux, uy, uz = rx - along * nx, ry - along * ny, rz - along * nz
+    return math.atan2(nx * (uy * vz - uz * vy) + ny * (uz * vx - ux * vz)
+                      + nz * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz)
 
 
 def _meeting(p1: np.ndarray, a1: np.ndarray, p2: np.ndarray, a2: np.ndarray
