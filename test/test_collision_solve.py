@@ -235,7 +235,7 @@ def ur5e() -> Chain:
 @given(angles=st.lists(st.floats(-np.pi, np.pi), min_size=12, max_size=12))
 def test_the_searched_branches_are_every_exact_solution_nearest_the_seed_first(ur5e, angles):
     from fabrik_ros.ik.branches import offset_wrist_solutions
-    from fabrik_ros.ik.wrist import offset_wrist_angles
+    from fabrik_ros.ik.offset_wrist import offset_wrist_angles
     chain = ur5e
     solver = IkSolver(chain, self_collision=False)
     arm, limits = solver._split.arm, solver.limits

@@ -15,7 +15,7 @@
 """
 Every exact solution of a full pose in closed form: the collision search's branches.
 
-The closed form of an arm of the UR family (fabrik_ros.ik.wrist.offset_wrist_angles)
+The closed form of an arm of the UR family (fabrik_ros.ik.offset_wrist.offset_wrist_angles)
 answers with the one of its up to eight solutions nearest the seed; the search for a
 clear answer wants all of them, nearest the seed first, to check before it tries anything
 iterative: a pose whose exact solutions all collide has no clear answer there.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .wrist import _planar_pair, _within, offset_wrist_branches, OffsetWrist
+from .offset_wrist import _planar_pair, _within, offset_wrist_branches, OffsetWrist
 
 
 def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],

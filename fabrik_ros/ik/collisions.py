@@ -43,10 +43,10 @@ import numpy as np
 from .answer_frames import AnswerFrames
 from .branches import offset_wrist_solutions
 from .constrained import constrained_step
+from .offset_wrist import OffsetWrist
 from .result import IkResult
 from .rotations import _rotation_error
 from .tuning import HELD_WEIGHT
-from .wrist import OffsetWrist
 
 if TYPE_CHECKING:   # the solver imports this module
     from .solver import IkSolver
