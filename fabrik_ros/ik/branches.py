@@ -39,8 +39,8 @@ def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],
     takes them; each angle turned by whole turns to lie within the limits nearest the seed.
     Plain floats: a handful of 3-vectors, cheaper than numpy's per-call cost.
     """
-    branches = offset_wrist_branches(arm, [float(value) for value in position],
-                                     [float(value) for value in rotation])
+    branches = offset_wrist_branches(arm, tuple(float(value) for value in position),
+                                     tuple(float(value) for value in rotation))
     s3, s4 = arm.signs
     seed, lower, upper = [float(value) for value in seed], list(lower), list(upper)
     found = []

@@ -36,6 +36,9 @@ from .subproblems import _cross, _dot, _sinusoid_roots, _spun, _within, Spin, sp
 from .wrist import (_CENTRE_OFF, _meeting, _PARALLEL, _wrist_pairs, _wrist_third,
                     serial_revolute, spherical_wrist, SphericalWrist)
 
+# offset_wrist_branches' last pose: [(arm, position, rotation, branches)], [None] at first.
+_LAST_POSE: list[tuple | None] = [None]
+
 
 class OffsetWrist(NamedTuple):
     """
@@ -117,14 +120,27 @@ def offset_wrist(chain: Chain, tolerance: float) -> OffsetWrist | None:
 
 
 def offset_wrist_branches(arm: OffsetWrist, position: Sequence[float],
-                          rotation: Sequence[float]) -> list[tuple]:
+                          rotation: Sequence[float]) -> tuple[tuple, ...]:
     """
     Return the wrist's branches of a tool pose, each (t1, t234, t5, t6, shoulder's goal).
 
     position and rotation as offset_wrist_angles takes them; up to four branches (the
     first joint and the wrist either way), the goal of the shoulder and elbow for each (see
-    _offset_branches), before any limit.
+    _offset_branches), before any limit. The last pose's are kept (_LAST_POSE): the
+    collision search lists every solution of the pose the solve's closed form just answered.
     """
+    position, rotation = tuple(position), tuple(rotation)   # (no copy of tuples)
+    last = _LAST_POSE[0]    # one read: threads sharing it at worst recompute
+    if last is not None and last[0] is arm and last[1] == position and last[2] == rotation:
+        return last[3]
+    branches = _branches(arm, position, rotation)
+    _LAST_POSE[0] = (arm, position, rotation, branches)
+    return branches
+
+
+def _branches(arm: OffsetWrist, position: tuple[float, ...], rotation: tuple[float, ...]
+              ) -> tuple[tuple, ...]:
+    """Return offset_wrist_branches' branches, computed."""
     (ax, ay, az), (ox, oy, oz) = arm.first
     nx, ny, nz = arm.parallel
     # Where the last two axes meet: fixed by the target. Turned back about the first axis,
@@ -144,7 +160,7 @@ def offset_wrist_branches(arm: OffsetWrist, position: Sequence[float],
     branches: list[tuple[float, ...]] = []
     for t1 in _sinusoid_roots(a, b, along + plane):
         _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
-    return branches
+    return tuple(branches)
 
 
 def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: Sequence[float],
