@@ -13,19 +13,58 @@
 # limitations under the License.
 
 """
-Every exact solution of a full pose in closed form: the collision search's branches.
+Exact solutions of a full pose in closed form: the collision search's branches.
 
 The closed form of an arm of the UR family (fabrik_ros.ik.offset_wrist.offset_wrist_angles)
 answers with the one of its up to eight solutions nearest the seed; the search for a
 clear answer wants all of them, nearest the seed first, to check before it tries anything
-iterative: a pose whose exact solutions all collide has no clear answer there.
+iterative: a pose whose exact solutions all collide has no clear answer there. A Panda-like
+arm's (fabrik_ros.ik.offset_elbow) are a family in its seventh angle: the search checks the
+one nearest the seed at each of a sweep of seventh angles, exact and cheaper than closing
+steps (which it falls back on).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from itertools import islice
+from typing import Iterator, Sequence
 
+from .offset_elbow import _angles_at, _sweep, _target, OffsetElbow
 from .offset_wrist import _planar_pair, _within, offset_wrist_branches, OffsetWrist
+
+SWEEP_STEP = 0.25   # radians: a seventh joint's step, either way from its seed's angle
+SWEEP_STEPS = 12     # ... as far as this many steps
+
+
+def exact_solutions(arm: object, position: Sequence[float], rotation: Sequence[float],
+                    seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
+                    ) -> tuple[Iterator[list[float]], bool] | None:
+    """
+    Return a closed form's solutions of a pose, nearest the seed first, and whether all.
+
+    arm: the solver's closed form (an OffsetWrist: its solutions, all of them; an
+    OffsetElbow: the one nearest the seed at each seventh angle, the seed's and then
+    SWEEP_STEPS steps of SWEEP_STEP either way, nearest first); None for any other.
+    """
+    if isinstance(arm, OffsetWrist):
+        return iter(offset_wrist_solutions(arm, position, rotation, seed, lower, upper)), True
+    if isinstance(arm, OffsetElbow):
+        return _swept(arm, position, rotation, seed, lower, upper), False
+    return None
+
+
+def _swept(arm: OffsetElbow, position: Sequence[float], rotation: Sequence[float],
+           seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
+           ) -> Iterator[list[float]]:
+    """Yield exact_solutions' solutions of an OffsetElbow (see offset_elbow.swept_angles)."""
+    target = _target(arm, [float(value) for value in position],
+                     [float(value) for value in rotation])
+    seed = [float(value) for value in seed]
+    for last in islice(_sweep(seed[6], SWEEP_STEP, SWEEP_STEPS), 2 * SWEEP_STEPS + 1):
+        if lower[6] <= last <= upper[6]:
+            found = _angles_at(arm, target, last, seed, lower, upper)
+            if found is not None:
+                yield found[0]
 
 
 def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],

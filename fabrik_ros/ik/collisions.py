@@ -22,9 +22,11 @@ constrained closing steps: damped least squares on the target's error, with the 
 of every pair near the margin kept above it as a linearised inequality (its gradient from
 the pair's closest points), a step accepted only if the new pose is clearer (while in
 collision) or clear and closer (once clear). Where the answer reached its target, other
-branches come first: an arm of the UR family's exact solutions in closed form, nearest the
-seed first, the first clear one the answer (none clear: the pose has no clear answer); other
-arms solve from the restart seeds. Closing steps then start from the answer and the seed.
+branches come first: a closed form's exact solutions (fabrik_ros.ik.branches: all of an arm
+of the UR family's, none clear meaning the pose has none; a Panda-like arm's at its seventh
+angle swept), nearest the seed first, the first clear one the answer. A redundant arm's
+answer then gets closing steps; arms whose solutions were not all listed solve from the
+restart seeds. Closing steps then start from the seed (and the answer).
 The clear pose with the smallest error wins and is reached only if within the tolerances;
 a target reachable only in collision ends at that compromise, not reached. With no clear
 pose found the clearest is returned, not reached.
@@ -41,9 +43,8 @@ from fabrik_ros.collision.nearest import CheckRows, nearest_pair, pair_bodies
 import numpy as np
 
 from .answer_frames import AnswerFrames
-from .branches import offset_wrist_solutions
+from .branches import exact_solutions
 from .constrained import constrained_step
-from .offset_wrist import OffsetWrist
 from .result import IkResult
 from .rotations import _rotation_error
 from .search_task import Geometry, Task
@@ -297,15 +298,16 @@ class _Search:
 
     def run(self, other_branches: bool) -> IkResult:
         """
-        Return the best pose: a redundant chain's closing, solves from clear seeds, closings.
+        Return the best pose: exact branches, a redundant chain's closing, other seeds' solves.
 
         other_branches: solve from the clear seeds (the answer reached its target, so other
         branches may reach it too; an unreachable target only gets the closings).
         """
         found = []
-        if self.task.redundant:     # the answer's own branch has room to move clear
+        listed = other_branches and self._exact_branches(found)
+        if self.task.redundant and not self._done(found):   # room to move clear
             found.append(self._close(self.answer.q, CLOSING_STEPS))
-        if other_branches and not self._exact_branches(found):
+        if other_branches and not listed:
             self._other_branches(found)
         if not self._done(found):
             starts = [self.problem.seed] + ([] if self.task.redundant else [self.answer.q])
@@ -322,13 +324,15 @@ class _Search:
         return self._result(best)
 
     def _exact_branches(self, found: list[_Pose]) -> bool:
-        """Add the first clear exact solution (see the module); False: no closed form."""
-        arm, problem = getattr(self.solver._split, 'arm', None), self.problem
-        if not isinstance(arm, OffsetWrist) or problem.rotations is None:
+        """Add the first clear exact solution (see the module); False: not all listed."""
+        problem, limits = self.problem, self.solver.limits
+        solutions = problem.rotations is not None and exact_solutions(
+            getattr(self.solver._split, 'arm', None), problem.targets[0], problem.rotations[0],
+            problem.seed.tolist(), limits.lower, limits.upper)
+        if not solutions:
             return False
-        limits, answer = self.solver.limits, self.answer.q.tolist()
-        for q in offset_wrist_solutions(arm, problem.targets[0], problem.rotations[0],
-                                        problem.seed.tolist(), limits.lower, limits.upper):
+        answer = self.answer.q.tolist()
+        for q in solutions[0]:
             if self._late():
                 break
             if not any(abs(a - b) > 1e-9 for a, b in zip(q, answer)):
@@ -338,7 +342,7 @@ class _Search:
             if nearest[0] >= self.margin:   # the smallest distance, no pair below the margin
                 found.append(self._evaluate(np.array(q), world=world, nearest=nearest)[0])
                 break
-        return True
+        return solutions[1]
 
     def _other_branches(self, found: list[_Pose]) -> None:
         """Add the answers of solves from clear seeds until one is clear and reached."""
