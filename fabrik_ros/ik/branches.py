@@ -80,19 +80,24 @@ def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],
     """
     branches = offset_wrist_branches(arm, tuple(float(value) for value in position),
                                      tuple(float(value) for value in rotation))
-    s3, s4 = arm.signs
-    seed, lower, upper = [float(value) for value in seed], list(lower), list(upper)
+    k3, k4 = arm.signs
+    s1, s2, s3, s4, s5, s6 = (float(value) for value in seed)
+    l1, l2, l3, l4, l5, l6 = lower
+    u1, u2, u3, u4, u5, u6 = upper
     found = []
+    first = f1 = None     # the branches come in pairs of one t1: it is fitted once a pair
     for t1, t234, t5, t6, goal in branches:
-        outer = [_within(t, s, lo, hi) for t, s, lo, hi in zip(
-            (t1, t5, t6), seed[0:1] + seed[4:], lower[0:1] + lower[4:], upper[0:1] + upper[4:])]
-        if None in outer:
+        if t1 is not first:
+            first, f1 = t1, _within(t1, s1, l1, u1)
+        f5, f6 = _within(t5, s5, l5, u5), _within(t6, s6, l6, u6)
+        if f1 is None or f5 is None or f6 is None:
             continue
+        outer = (f1 - s1) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2
         for t2, t3 in _planar_pair(arm, goal):
-            inner = [_within(t, s, lo, hi) for t, s, lo, hi in zip(
-                (t2, t3, s4 * (t234 - t2 - s3 * t3)), seed[1:4], lower[1:4], upper[1:4])]
-            if None not in inner:
-                fitted = outer[:1] + inner + outer[1:]
-                found.append((sum((t - s) ** 2 for t, s in zip(fitted, seed)), fitted))
-    found.sort()
+            f2, f3 = _within(t2, s2, l2, u2), _within(t3, s3, l3, u3)
+            f4 = _within(k4 * (t234 - t2 - k3 * t3), s4, l4, u4)
+            if f2 is not None and f3 is not None and f4 is not None:
+                found.append((outer + (f2 - s2) ** 2 + (f3 - s3) ** 2 + (f4 - s4) ** 2,
+                              [f1, f2, f3, f4, f5, f6]))
+    found.sort(key=lambda item: item[0])
     return [angles for _, angles in found]
