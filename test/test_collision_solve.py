@@ -177,29 +177,52 @@ def test_a_described_arm_without_obstacles_checks_itself(described):
         assert not result.reached or result.clearance >= MARGIN
 
 
-def test_where_the_first_answer_collides_another_branch_is_found_clear():
-    from test_collision_descriptions import ur5e_with_gripper
-    chain = ur5e_with_gripper()
-    scene = [TABLE, PILLAR]
+def _first_answer_colliding(chain: Chain, scene: list, count: int) -> list:
+    """Return (position, quaternion) of clear poses whose collision-free answer collides."""
     free = IkSolver(chain, self_collision=False)
-    aware = IkSolver(chain)
-    aware.set_obstacles(scene)
     rng = np.random.default_rng(5)
-    found = 0
-    while found < 3:
+    targets = []
+    while len(targets) < count:
         q = rng.uniform(-np.pi, np.pi, chain.dof)
         if chain.clearance(q, scene) < 0.03:
             continue
         pose = chain.tip_pose(q)
         orientation = quaternion_from_rotation(pose[:3, :3])
         first = free.solve(pose[:3, 3], orientation=orientation)
-        if not first.reached or chain.clearance(first.q, scene) >= MARGIN:
-            continue
-        found += 1
-        result = aware.solve(pose[:3, 3], orientation=orientation)
+        if first.reached and chain.clearance(first.q, scene) < MARGIN:
+            targets.append((pose[:3, 3], orientation))
+    return targets
+
+
+def test_where_the_first_answer_collides_another_branch_is_found_clear():
+    from test_collision_descriptions import ur5e_with_gripper
+    chain = ur5e_with_gripper()
+    scene = [TABLE, PILLAR]
+    aware = IkSolver(chain)
+    aware.set_obstacles(scene)
+    for position, orientation in _first_answer_colliding(chain, scene, 3):
+        result = aware.solve(position, orientation=orientation)
         assert result.reached
         assert result.clearance >= MARGIN
         assert chain.clearance(result.q, scene) == pytest.approx(result.clearance)
+
+
+def test_a_solve_out_of_time_when_its_answer_collides_returns_that_answer_unreached():
+    from test_collision_descriptions import ur5e_with_gripper
+    chain = ur5e_with_gripper()
+    scene = [TABLE, PILLAR]
+    ticks = [0.0]
+
+    def clock() -> float:       # each reading a second later: late once the answer is in
+        ticks[0] += 1.0
+        return ticks[0]
+    late = IkSolver(chain, clock=clock, timeout=1.5)
+    late.set_obstacles(scene)
+    for position, orientation in _first_answer_colliding(chain, scene, 2):
+        result = late.solve(position, orientation=orientation)
+        assert result.timed_out and not result.reached
+        assert result.clearance == pytest.approx(chain.clearance(result.q, scene))
+        assert result.clearance < MARGIN
 
 
 @pytest.fixture(scope='module')
@@ -212,7 +235,7 @@ def ur5e() -> Chain:
 @given(angles=st.lists(st.floats(-np.pi, np.pi), min_size=12, max_size=12))
 def test_the_searched_branches_are_every_exact_solution_nearest_the_seed_first(ur5e, angles):
     from fabrik_ros.ik.branches import offset_wrist_solutions
-    from fabrik_ros.ik.wrist import offset_wrist_angles
+    from fabrik_ros.ik.offset_wrist import offset_wrist_angles
     chain = ur5e
     solver = IkSolver(chain, self_collision=False)
     arm, limits = solver._split.arm, solver.limits

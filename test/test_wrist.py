@@ -23,9 +23,9 @@ import math
 
 from fabrik_ros.chain import (Chain, Effector, Joint, rotation_about_axis, rotation_from_rpy)
 from fabrik_ros.ik import IkResult, IkSolver
-from fabrik_ros.ik.wrist import (nearest_wrist_angles, offset_wrist, offset_wrist_angles,
-                                 shoulder_angles, spherical_shoulder, spherical_wrist,
-                                 split_at_wrist, wrist_angles, wrist_pointing)
+from fabrik_ros.ik.offset_wrist import offset_wrist, offset_wrist_angles
+from fabrik_ros.ik.wrist import (nearest_wrist_angles, shoulder_angles, spherical_shoulder,
+                                 spherical_wrist, split_at_wrist, wrist_angles, wrist_pointing)
 from hypothesis import assume, given, settings, strategies as st
 import numpy as np
 import pytest

@@ -224,26 +224,35 @@ class CollisionModel:
         """
         return clear_of(self, self._rows(self.scene(scene)), world, float(distance))
 
-    def nearest_names(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
-                      ) -> tuple[float, tuple[str, str]]:
-        """Return min_distance and the names of its pair (as Clearance.names), same cost."""
+    def nearest_names(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = (),
+                      floor: float = -float('inf')) -> tuple[float, tuple[str, str]]:
+        """
+        Return min_distance and the names of its pair (as Clearance.names), same cost.
+
+        floor (metres): where the smallest distance is below it, the first pair found
+        below it instead (its distance and names), found with less work.
+        """
         scene = self.scene(scene)
-        distance, first, second = self.nearest(world, scene)
+        distance, first, second = self.nearest(world, scene, floor)
+        return distance, self.body_names(scene, first, second)
+
+    def body_names(self, scene: Scene, first: int, second: int) -> tuple[str, str]:
+        """Return the names of nearest's body and other (as Clearance.names; -1: '')."""
         if first < 0:
-            return distance, ('', '')
+            return '', ''
         bodies = len(self.bodies)
         other = self.names[second] if second < bodies else scene.name(second - bodies)
-        return distance, (self.names[first], other)
+        return self.names[first], other
 
-    def nearest(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = ()
-                ) -> tuple[float, int, int]:
+    def nearest(self, world: np.ndarray, scene: Scene | Sequence[Obstacle] = (),
+                floor: float = -float('inf')) -> tuple[float, int, int]:
         """
         Return min_distance, the body of its pair and the other: a body, or bodies + obstacle.
 
-        (inf, -1, -1) with nothing to check.
+        (inf, -1, -1) with nothing to check; floor: as nearest_names takes it.
         """
         scene = self.scene(scene)
-        return nearest(self, self._rows(scene), world)
+        return nearest(self, self._rows(scene), world, floor)
 
     def scene(self, obstacles: Scene | Sequence[Obstacle]) -> Scene:
         """

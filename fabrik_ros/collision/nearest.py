@@ -183,7 +183,12 @@ def bounds(rows: CheckRows, world: np.ndarray) -> tuple[np.ndarray, list]:
     """
     # Every point of every frame in one product: (4, 4 f) frames side by side, each
     # column of `local` a homogeneous point (or direction) in its frame's four rows.
-    placed = world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(rows.local)
+    return placed_bounds(rows, world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(
+        rows.local))
+
+
+def placed_bounds(rows: CheckRows, placed: np.ndarray) -> tuple[np.ndarray, list]:
+    """Return bounds' answer from the points of `local` placed in the base frame (4, k)."""
     balls = rows.balls
     centres = np.concatenate((placed[:3, :balls], rows.fixed_centres), axis=1)
     differences = centres.take(rows.first, axis=1) - centres.take(rows.second, axis=1)
@@ -194,16 +199,17 @@ def bounds(rows: CheckRows, world: np.ndarray) -> tuple[np.ndarray, list]:
     return bound + rows.offsets, placed[:3, balls:].tolist()
 
 
-def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray
-            ) -> tuple[float, int, int]:
+def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray,
+            floor: float = -_INF) -> tuple[float, int, int]:
     """
     Return the smallest checked distance at FK frames `world`, its body and the other.
 
     The other: a body, or bodies + obstacle index; (inf, -1, -1) with nothing to check.
+    floor: see nearest_pair.
     """
     if not rows.any:
         return _INF, -1, -1
-    best, pair, _ = nearest_pair(rows, world)
+    best, pair, _ = nearest_pair(rows, world, floor)
     return (best, *pair_bodies(rows, pair))
 
 
@@ -216,18 +222,24 @@ def pair_bodies(rows: CheckRows, pair: int) -> tuple[int, int]:
                                 else rows.box_index[other])
 
 
-def nearest_pair(rows: CheckRows, world: np.ndarray) -> tuple[float, int, list]:
+def nearest_pair(rows: CheckRows, world: np.ndarray | None, floor: float = -_INF,
+                 placed: np.ndarray | None = None) -> tuple[float, int, list]:
     """
     Return the smallest checked distance, its pair (rows.pairs) and the placed points.
 
     Exact pairs in the bounds' order, from the smallest bound, until no bound is below
-    the best distance found. Needs a pair to check (rows.any).
+    the best distance found. floor: the first pair found closer than it ends the search,
+    its distance returned (below floor, not necessarily the smallest: a caller that only
+    needs to know whether the smallest is below floor, and the smallest where it is not).
+    placed: the points of rows.local in the base frame (placed_bounds), where the caller
+    has them from frames of its own (world is then not read). Needs a pair to check
+    (rows.any).
     """
-    flat, points = bounds(rows, world)
+    flat, points = bounds(rows, world) if placed is None else placed_bounds(rows, placed)
     entry_pair = rows.entry_pair
     best_pair = entry_pair[int(flat.argmin())]
     best = exact(rows, points, best_pair)
-    candidates = (flat < best).nonzero()[0]
+    candidates = (flat < best).nonzero()[0] if best >= floor else ()
     if len(candidates) > 1:
         done = {best_pair}
         for bound, entry in sorted(zip(flat[candidates].tolist(), candidates.tolist())):
@@ -239,6 +251,8 @@ def nearest_pair(rows: CheckRows, world: np.ndarray) -> tuple[float, int, list]:
                 distance = exact(rows, points, pair)
                 if distance < best:
                     best, best_pair = distance, pair
+                    if best < floor:
+                        break
     return best, best_pair, points
 
 

@@ -22,9 +22,11 @@ constrained closing steps: damped least squares on the target's error, with the 
 of every pair near the margin kept above it as a linearised inequality (its gradient from
 the pair's closest points), a step accepted only if the new pose is clearer (while in
 collision) or clear and closer (once clear). Where the answer reached its target, other
-branches come first: an arm of the UR family's exact solutions in closed form, nearest the
-seed first, the first clear one the answer (none clear: the pose has no clear answer); other
-arms solve from the restart seeds. Closing steps then start from the answer and the seed.
+branches come first: a closed form's exact solutions (fabrik_ros.ik.branches: all of an arm
+of the UR family's, none clear meaning the pose has none; a Panda-like arm's at its seventh
+angle swept), nearest the seed first, the first clear one the answer. A redundant arm's
+answer then gets closing steps; arms whose solutions were not all listed solve from the
+restart seeds. Closing steps then start from the seed (and the answer).
 The clear pose with the smallest error wins and is reached only if within the tolerances;
 a target reachable only in collision ends at that compromise, not reached. With no clear
 pose found the clearest is returned, not reached.
@@ -37,21 +39,19 @@ from typing import Iterator, NamedTuple, Sequence, TYPE_CHECKING
 
 from fabrik_ros.chain import ChainError
 from fabrik_ros.collision import CollisionModel, Obstacle, Scene
+from fabrik_ros.collision.nearest import CheckRows, nearest_pair, pair_bodies
 import numpy as np
 
-from .branches import offset_wrist_solutions
+from .answer_frames import AnswerFrames
+from .branches import exact_solutions
 from .constrained import constrained_step
 from .result import IkResult
 from .rotations import _rotation_error
-from .tuning import HELD_WEIGHT
-from .wrist import OffsetWrist
+from .search_task import Geometry, Task
 
 if TYPE_CHECKING:   # the solver imports this module
     from .solver import IkSolver
 
-# a x p = [a]x p: _SKEW maps a (3,) to [a]x, row-major (9,).
-_SKEW = np.zeros((3, 9))
-_SKEW[[2, 1, 2, 0, 1, 0], [1, 2, 3, 5, 6, 7]] = [-1.0, 1.0, 1.0, -1.0, -1.0, 1.0]
 INFLUENCE = 0.05        # m: pairs closer than margin + this constrain a closing step
 BUFFER = 0.002          # m: a step aims this far beyond the margin
 CLOSING_STEPS = 40      # constrained closing steps from one start
@@ -72,7 +72,7 @@ class Problem(NamedTuple):
 
     targets: list           # per effector (3,) metres or None
     rotations: list | None  # per effector 9-tuple or None; None: position only
-    seed: np.ndarray        # (n,) within the limits
+    seed: object            # as solve takes it (None: neutral); (n,) clipped for the search
     deadline: float         # the solver's clock
 
 
@@ -108,7 +108,8 @@ class Collisions:
         self.margin = checked_margin(margin)
         self.status = ''
         self._model: CollisionModel | None = None
-        self._geometry: _Geometry | None = None
+        self._geometry: Geometry | None = None
+        self._frames = AnswerFrames(chain)  # answers checked from the solver's FK
         self._seeds: np.ndarray | None = None
         self._clear_seeds: tuple[Scene | None, dict[int, bool]] = (None, {})
         self.scene = Scene([])  # the obstacles (set_obstacles)
@@ -187,29 +188,47 @@ class Collisions:
                                                                      (SEEDS, chain.dof))
         return self._seeds
 
-    def clearance(self, q: np.ndarray, base: np.ndarray) -> tuple[float, tuple[str, str]]:
-        """Return the clearance at q (a free root's base at `base`) and its pair's names."""
-        return self.model.nearest_names(self._world(q, base), self.scene)
+    def rows(self) -> CheckRows:
+        """Return the check's rows of the model against the obstacles (nearest.CheckRows)."""
+        return self.model.check_rows(self.scene)
+
+    def nearest(self, world: np.ndarray, floor: float = -math.inf) -> tuple[float, int]:
+        """Return the clearance at `world`, its pair (rows().pairs, -1: none); see nearest_pair."""
+        rows = self.rows()
+        if not rows.any:
+            return math.inf, -1
+        distance, pair, _ = nearest_pair(rows, world, floor)
+        return distance, pair
+
+    def pair_names(self, pair: int) -> tuple[str, str]:
+        """Return the names of a pair of rows() (as Clearance.names; -1: '', '')."""
+        bodies = pair_bodies(self.rows(), pair) if pair >= 0 else (-1, -1)
+        return self.model.body_names(self.scene, *bodies)
 
     def _world(self, q: np.ndarray, base: np.ndarray) -> np.ndarray:
         """Return the FK frames of q, moved by a free root's base."""
         world = self.chain.world_frames(q)
-        if np.any(base):
+        if base.any():
             world[:, :3, 3] += base
         return world
 
     def checked(self, solver: IkSolver, answer: IkResult, problem: Problem) -> IkResult:
         """Return answer with its clearance if clear, else the search's answer (see module)."""
-        answer.clearance, answer.closest_pair = self.clearance(answer.q,
-                                                               answer.base_position)
+        # floor: below the margin the first pair found, not the smallest (see the search)
+        rows, floor = self.rows(), self.margin if solver.root != 'free' else -math.inf
+        found = rows.any and self._frames.nearest(rows, solver, answer, floor)
+        answer.clearance, pair = found or self.nearest(self._world(answer.q,
+                                                                   answer.base_position), floor)
+        answer.closest_pair = self.pair_names(pair)
         if answer.clearance >= self.margin:
             return answer
         reached, answer.reached = answer.reached, False
         if solver.root == 'free':   # the base moves too: the answer is reported as it is
             return answer
         if self._geometry is None:
-            self._geometry = _Geometry(self.chain, self.model)
-        return _Search(self, solver, problem, answer).run(other_branches=reached)
+            self._geometry = Geometry(self.chain, self.model)
+        seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
+        return _Search(self, solver, problem._replace(seed=seed), answer).run(reached)
 
 
 class CollisionSettings:
@@ -247,125 +266,6 @@ class CollisionSettings:
         self._collisions.set_obstacles(obstacles)
 
 
-class _Geometry:
-    """A chain's joint frames, point Jacobians and tool frames from its FK frames."""
-
-    def __init__(self, chain: object, model: CollisionModel) -> None:
-        """Stack the joints' axes, which joints move each frame, and the coupling."""
-        joints = chain.joints
-        count = len(joints)
-        self.axes_local = np.array([joint.axis for joint in joints], dtype=float)
-        self.prismatic = np.array([joint.prismatic for joint in joints], dtype=bool)
-        self.any_prismatic = bool(np.any(self.prismatic))
-        moves = np.zeros((count + 1, count), dtype=bool)     # frame row -> its joints
-        for index, joint in enumerate(joints):
-            moves[index + 1] = moves[joint.parent + 1]
-            moves[index + 1, index] = True
-        self.moves = moves
-        coupling = np.zeros((count, chain.dof))
-        coupling[np.arange(count), chain.coordinate_of_joint] = (
-            chain.multipliers if chain.coupled else 1.0)
-        self.coupling = coupling
-        self.body_frames = np.array([body.frame for body in model.bodies], dtype=int)
-        self.tool_rows = np.array([effector.parent + 1 for effector in chain.effectors],
-                                  dtype=int)
-        tools = np.tile(np.eye(4), (len(chain.effectors), 1, 1))
-        for row, effector in enumerate(chain.effectors):
-            tools[row, :3, :3] = effector.rotation
-            tools[row, :3, 3] = effector.offset
-        self.tools = tools
-
-    def axes(self, world: np.ndarray) -> np.ndarray:
-        """Return the (n, 3) joint axes in the base frame."""
-        return np.einsum('nij,nj->ni', world[1:, :3, :3], self.axes_local)
-
-    def point_jacobians(self, world: np.ndarray, axes: np.ndarray, points: np.ndarray,
-                        frames: np.ndarray) -> np.ndarray:
-        """Return (k, 3, dof): how points (k, 3) fixed in frames (k,) move per coordinate."""
-        # a x (p - o) for every joint and point in two products: [a]x stacked (3 n, 3).
-        skew = (axes @ _SKEW).reshape(-1, 3, 3)
-        jacobian = (skew.reshape(-1, 3) @ points.T).reshape(skew.shape[0], 3, -1) - \
-            np.einsum('nij,nj->ni', skew, world[1:, :3, 3])[:, :, None]     # (n, 3, k)
-        if self.any_prismatic:
-            jacobian[self.prismatic] = axes[self.prismatic][:, :, None]
-        jacobian *= self.moves[frames].T[:, None, :]
-        return np.einsum('nck,nd->kcd', jacobian, self.coupling)
-
-    def turn_jacobians(self, axes: np.ndarray, frames: np.ndarray) -> np.ndarray:
-        """Return (k, 3, dof): the angular velocity of frames (k,) per coordinate."""
-        turn = np.where(self.prismatic[:, None], 0.0, axes)[None] * self.moves[frames][..., None]
-        return np.einsum('knc,nd->kcd', turn, self.coupling)
-
-    def tool_frames(self, world: np.ndarray) -> np.ndarray:
-        """Return the (m, 4, 4) tool frames."""
-        return world[self.tool_rows] @ self.tools
-
-
-class _Task:
-    """The target's weighted residual and its Jacobian, as the solver weighs them."""
-
-    def __init__(self, solver: IkSolver, geometry: _Geometry, problem: Problem) -> None:
-        """Gather the goals: targets, held effectors at the seed, orientations by mode."""
-        self.geometry = geometry
-        self.tolerance = solver.tolerance
-        self.orientation_tolerance = solver.orientation_tolerance
-        self.scale = solver.orientation_scale
-        held = (geometry.tool_frames(solver.chain.world_frames(problem.seed))[:, :3, 3]
-                if any(goal is None for goal in problem.targets) else None)   # FK if needed
-        self.goals = [np.asarray(goal, dtype=float) if goal is not None else held[row]
-                      for row, goal in enumerate(problem.targets)]
-        self.targeted = [goal is not None for goal in problem.targets]
-        self.weights = np.sqrt([
-            solver.effector_weights.get(name, 1.0 if goal is not None else HELD_WEIGHT)
-            for name, goal in zip(solver.chain.effector_names, problem.targets)])
-        rotations = problem.rotations or [None] * len(problem.targets)
-        rows = 3 * len(self.goals) + sum(
-            {'full': 3, 'axis': 2}.get(mode, 0) for rotation, mode in zip(
-                problem.rotations or [], solver.orientation_modes) if rotation is not None)
-        self.redundant = solver.chain.dof > rows
-        self.turns = [(row, mode, np.array(rotation).reshape(3, 3),
-                       np.asarray(axis, dtype=float))
-                      for row, (rotation, mode, axis) in enumerate(
-                          zip(rotations, solver.orientation_modes, solver.tool_axes))
-                      if rotation is not None]
-
-    def residual(self, world: np.ndarray, jacobian: bool
-                 ) -> tuple[np.ndarray, np.ndarray | None, bool]:
-        """Return the residual, its Jacobian (if asked) and whether the goals are met."""
-        tools = self.geometry.tool_frames(world)
-        positions = tools[:, :3, 3]
-        parts = [weight * (goal - position)
-                 for goal, position, weight in zip(self.goals, positions, self.weights)]
-        met = all(math.dist(goal, position) <= self.tolerance
-                  for goal, position, targeted in zip(self.goals, positions, self.targeted)
-                  if targeted)
-        rows = []
-        axes = self.geometry.axes(world) if jacobian else None
-        if jacobian:
-            frames = self.geometry.tool_rows
-            rows = list(self.geometry.point_jacobians(world, axes, positions, frames)
-                        * self.weights[:, None, None])
-        for row, mode, rotation, axis in self.turns:
-            reached = tools[row, :3, :3]
-            if mode == 'full':
-                angle, vector = _rotation_error(reached.ravel().tolist(),
-                                                rotation.ravel().tolist())
-                parts.append(self.scale * np.array(vector))
-            else:
-                current, wanted = reached @ axis, rotation @ axis
-                angle = math.acos(max(-1.0, min(1.0, float(current @ wanted))))
-                parts.append(self.scale * (wanted - current) if mode == 'axis'
-                             else np.zeros(3))
-            met = met and (mode == 'position' or angle <= self.orientation_tolerance)
-            if jacobian:
-                turn = self.geometry.turn_jacobians(axes, self.geometry.tool_rows[[row]])[0]
-                rows.append(self.scale * (turn if mode == 'full' else
-                                          np.cross(turn.T, current).T if mode == 'axis'
-                                          else np.zeros_like(turn)))
-        stacked = np.concatenate(rows) if jacobian else None
-        return np.concatenate(parts), stacked, met
-
-
 class _Pose(NamedTuple):
     """A pose the search found, and what ranks it."""
 
@@ -374,7 +274,7 @@ class _Pose(NamedTuple):
     objective: float        # squared weighted residual
     met: bool               # the goals within their tolerances
     world: np.ndarray       # its FK frames, kept for the result
-    names: tuple[str, str]  # the closest pair
+    pair: int               # the closest pair (Collisions.pair_names)
 
 
 class _Search:
@@ -388,7 +288,7 @@ class _Search:
         self.problem = problem
         self.answer = answer
         self.geometry = collisions._geometry
-        self.task = _Task(solver, self.geometry, problem)
+        self.task = Task(solver, self.geometry, problem)
         self.margin = collisions.margin
         self.model = collisions.model
         self.lower, self.upper = solver.chain.lower, solver.chain.upper
@@ -398,15 +298,16 @@ class _Search:
 
     def run(self, other_branches: bool) -> IkResult:
         """
-        Return the best pose: a redundant chain's closing, solves from clear seeds, closings.
+        Return the best pose: exact branches, a redundant chain's closing, other seeds' solves.
 
         other_branches: solve from the clear seeds (the answer reached its target, so other
         branches may reach it too; an unreachable target only gets the closings).
         """
         found = []
-        if self.task.redundant:     # the answer's own branch has room to move clear
+        listed = other_branches and self._exact_branches(found)
+        if self.task.redundant and not self._done(found):   # room to move clear
             found.append(self._close(self.answer.q, CLOSING_STEPS))
-        if other_branches and not self._exact_branches(found):
+        if other_branches and not listed:
             self._other_branches(found)
         if not self._done(found):
             starts = [self.problem.seed] + ([] if self.task.redundant else [self.answer.q])
@@ -418,26 +319,30 @@ class _Search:
                 found.append(self._close(start, RESTART_CLOSING_STEPS))
         clear = [pose for pose in found if pose.clearance >= self.margin]
         best = (min(clear, key=lambda pose: (not pose.met, pose.objective)) if clear
-                else max(found, key=lambda pose: pose.clearance))
+                else max(found or [self._evaluate(self.answer.q)[0]],     # late: the answer
+                         key=lambda pose: pose.clearance))
         return self._result(best)
 
     def _exact_branches(self, found: list[_Pose]) -> bool:
-        """Add the first clear exact solution (see the module); False: no closed form."""
-        arm, problem = getattr(self.solver._split, 'arm', None), self.problem
-        if not isinstance(arm, OffsetWrist) or problem.rotations is None:
+        """Add the first clear exact solution (see the module); False: not all listed."""
+        problem, limits = self.problem, self.solver.limits
+        solutions = problem.rotations is not None and exact_solutions(
+            getattr(self.solver._split, 'arm', None), problem.targets[0], problem.rotations[0],
+            problem.seed.tolist(), limits.lower, limits.upper)
+        if not solutions:
             return False
-        limits, answer = self.solver.limits, self.answer.q.tolist()
-        for q in offset_wrist_solutions(arm, problem.targets[0], problem.rotations[0],
-                                        problem.seed.tolist(), limits.lower, limits.upper):
+        answer = self.answer.q.tolist()
+        for q in solutions[0]:
             if self._late():
                 break
-            if max(abs(a - b) for a, b in zip(q, answer)) <= 1e-9:
+            if not any(abs(a - b) > 1e-9 for a, b in zip(q, answer)):
                 continue
             world = self.solver.chain.world_frames(q)
-            if self.model.is_clear(world, self.collisions.scene, self.margin):
-                found.append(self._evaluate(np.array(q), world=world)[0])
+            nearest = self.collisions.nearest(world, self.margin)
+            if nearest[0] >= self.margin:   # the smallest distance, no pair below the margin
+                found.append(self._evaluate(np.array(q), world=world, nearest=nearest)[0])
                 break
-        return True
+        return solutions[1]
 
     def _other_branches(self, found: list[_Pose]) -> None:
         """Add the answers of solves from clear seeds until one is clear and reached."""
@@ -463,14 +368,19 @@ class _Search:
         return self.timed_out
 
     def _evaluate(self, q: np.ndarray, jacobian: bool = False,
-                  world: np.ndarray | None = None
+                  world: np.ndarray | None = None,
+                  nearest: tuple[float, int] | None = None
                   ) -> tuple[_Pose, np.ndarray, np.ndarray | None, np.ndarray]:
-        """Return the pose at q, its residual, its Jacobian (if asked) and FK frames."""
+        """
+        Return the pose at q, its residual, its Jacobian (if asked) and FK frames.
+
+        world, nearest: q's FK frames and Collisions.nearest of them, where known.
+        """
         if world is None:
             world = self.solver.chain.world_frames(q)
-        clearance, names = self.model.nearest_names(world, self.collisions.scene)
+        clearance, pair = nearest or self.collisions.nearest(world)
         residual, jacobian_rows, met = self.task.residual(world, jacobian)
-        return (_Pose(q, clearance, float(residual @ residual), met, world, names), residual,
+        return (_Pose(q, clearance, float(residual @ residual), met, world, pair), residual,
                 jacobian_rows, world)
 
     def _close(self, q: np.ndarray, steps: int) -> _Pose:
@@ -546,7 +456,7 @@ class _Search:
             else:
                 angles[row] = _rotation_error(reached.ravel().tolist(),
                                               rotation.ravel().tolist())[0]
-        clearance, names = pose.clearance, pose.names
+        clearance, names = pose.clearance, self.collisions.pair_names(pose.pair)
         error = max(error for error in errors.tolist() if error == error)   # NaN: no target
         reached = pose.met and clearance >= self.margin
         return IkResult(

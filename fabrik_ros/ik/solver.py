@@ -250,8 +250,7 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
         answer = self._answer(targets, rotations, seed, deadline, trace)
         if not self._collisions.active:
             return answer
-        start = self.chain.neutral() if seed is None else self.chain.clip(seed)
-        return self._collisions.checked(self, answer, Problem(targets, rotations, start,
+        return self._collisions.checked(self, answer, Problem(targets, rotations, seed,
                                                               deadline))
 
     def _answer(self, targets: list[tuple[float, float, float] | None],

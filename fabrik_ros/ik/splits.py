@@ -30,14 +30,15 @@ import numpy as np
 
 from .model import _Tree
 from .offset_elbow import offset_elbow, OffsetElbow, swept_angles
+from .offset_wrist import offset_wrist, offset_wrist_angles, OffsetWrist
 from .orientations import _Orientations
 from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _apply, _IDENTITY, _ORIGIN, _product, _transposed, _turn
 from .tuning import FREE_STEP, FREE_STEPS, WRIST_BRANCHES, WRIST_RESTARTS
-from .wrist import (nearest_wrist_angles, offset_wrist, offset_wrist_angles, OffsetWrist,
-                    shoulder_angles, spherical_shoulder, spherical_wrist, split_at_wrist,
-                    turned_back, turned_back_vector, wrist_angles, wrist_pointing)
+from .wrist import (nearest_wrist_angles, shoulder_angles, spherical_shoulder, spherical_wrist,
+                    split_at_wrist, turned_back, turned_back_vector, wrist_angles,
+                    wrist_pointing)
 
 if TYPE_CHECKING:
     from .solver import IkSolver
@@ -271,7 +272,7 @@ class _Wrist(_Split):
 
 class _OffsetWrist(_Split):
     """
-    An arm of the UR family (fabrik_ros.ik.wrist.offset_wrist): full poses in closed form.
+    An arm of the UR family (fabrik_ros.ik.offset_wrist): full poses in closed form.
 
     Its eight solutions (shoulder, wrist and elbow either way) are exact; the one nearest
     the seed within the limits is the answer, None where there is none (out of reach, or
