@@ -95,8 +95,8 @@ class _Solve(_Objective, _ClosingSteps):
         self.mappable = len(effectors) == 1 and orientations is None and not free_root
         self.newton_able = self.mappable \
             and len(self.tree.effectors[effectors[0]].joints) <= NEWTON_JOINTS
-        self.compiled_step = _compiled_step(self.tree, effectors, free_root, self.weights,
-                                            orientations)
+        self.compiled_step, self.steered_step = _compiled_step(
+            self.tree, effectors, free_root, self.weights, orientations)
         self.stretch = stretch
         self.fits = fits
         self.retry_fits = fits if retry_fits is None else retry_fits
@@ -347,17 +347,18 @@ class _Solve(_Objective, _ClosingSteps):
 
 
 def _compiled_step(tree: _Tree, effectors: list[int], free_root: bool, weights: list[float],
-                   orientations: _Orientations | None) -> Callable | None:
+                   orientations: _Orientations | None) -> tuple[Callable | None, Callable | None]:
     """
-    Return the tree's compiled closing step for a pass, None if it has none that applies.
+    Return the tree's compiled closing step for a pass, and that step steered off the limits.
 
     One effector's position or full pose at weight 1 on a pinned root (see
-    _ClosingSteps._compiled_closing_step).
+    _ClosingSteps._compiled_closing_step); the steered step for a position only (see
+    _ClosingSteps._steered_closing_step). None where none applies.
     """
     if len(effectors) != 1 or free_root or weights != [1.0]:
-        return None
+        return None, None
     if orientations is None:
         return tree.position_steps[effectors[0]]
     if len(orientations.items) == 1 and orientations.items[0][:2] == (effectors[0], 'full'):
-        return tree.pose_kernels[effectors[0]][1]
-    return None
+        return tree.pose_kernels[effectors[0]][1], None
+    return None, None

@@ -23,12 +23,14 @@ rows (turns), and per joint its closed-form fit (point by point, or by moment su
 from __future__ import annotations
 
 from collections.abc import Callable
+import math
 from typing import TYPE_CHECKING
 
+from .limits import JointLimits
 from .linalg import _cholesky_source
 from .points import _Effector, _Fit, _Joint
 from .rotations import _TWO_PI
-from .tuning import MOMENT_POINTS, ON_AXIS
+from .tuning import LIMIT_PUSH, LIMIT_WEIGHT_MIN, MOMENT_POINTS, ON_AXIS
 from .writer import _negated
 
 if TYPE_CHECKING:
@@ -203,6 +205,19 @@ def _pose_step_source(tree: _Tree, index: int, effector: _Effector,
         + _damped_step_lines(entries, len(tree.lower))
 
 
+def _position_entries(tree: _Tree, effector: _Effector, frames: list[list[float | str]]
+                      ) -> tuple[list[str], list[list[str]]]:
+    """Return the source lines and entries of an effector's three position rows (rows<index>)."""
+    lines, columns = _column_source(tree, effector, frames)
+    terms: list[list[list[str]]] = [[[], [], []] for _ in tree.lower]
+    for joint, _, column in columns:
+        for row, name in enumerate(column):
+            if name != '0.0':
+                terms[joint.coordinate][row].append(
+                    name if joint.multiplier == 1.0 else f'{joint.multiplier!r} * {name}')
+    return lines, [[' + '.join(per_row[row]) or '0.0' for per_row in terms] for row in range(3)]
+
+
 def _position_step_source(tree: _Tree, index: int, effector: _Effector,
                           frames: list[list[float | str]]) -> list[str]:
     """
@@ -212,16 +227,62 @@ def _position_step_source(tree: _Tree, index: int, effector: _Effector,
     step of rows<index>'s rows by linalg's compiled damped solve, the same floats (s, unused,
     keeps the pose step's signature).
     """
-    lines, columns = _column_source(tree, effector, frames)
-    terms: list[list[list[str]]] = [[[], [], []] for _ in tree.lower]
-    for joint, _, column in columns:
-        for row, name in enumerate(column):
-            if name != '0.0':
-                terms[joint.coordinate][row].append(
-                    name if joint.multiplier == 1.0 else f'{joint.multiplier!r} * {name}')
-    entries = [[' + '.join(per_row[row]) or '0.0' for per_row in terms] for row in range(3)]
+    lines, entries = _position_entries(tree, effector, frames)
     return [f'def position_step{index}(frames, ex, ey, ez, s, residual, damping):'] + lines \
         + _damped_step_lines(entries, len(tree.lower))
+
+
+def _steered_step_source(tree: _Tree, index: int, effector: _Effector,
+                         frames: list[list[float | str]]) -> list[str]:
+    """
+    Return the source of steered_step<index>(frames, ex, ey, ez, q, residual, damping, steer).
+
+    The closing step of the rows' path where joints are near a limit (JointLimits.steering
+    then limited_step, on the tree's limits, which are the solver's: both the chain's):
+    each joint near a limit that the residual draws toward it is weighted, with `steer`
+    each joint near a limit is pushed toward mid-range, then the weighted damped step of
+    the aim (residual less the rows times the push) plus the push: the same floats, as
+    position_step<index>'s are the rows' solve's. Returns (step, whether it pushed), or
+    (None, True) for pushes of two joints or more (the rows' path sums those). Raises as
+    the damped solve does (_NOT_POSITIVE_DEFINITE).
+    """
+    lines, entries = _position_entries(tree, effector, frames)
+    names, unpacked = _entry_lines(entries)
+    n = len(tree.lower)
+    lines = [f'def steered_step{index}(frames, ex, ey, ez, q, residual, damping, steer):'] \
+        + lines + unpacked + ['    r0, r1, r2, = residual',
+                              f'    {", ".join(f"q{c}" for c in range(n))}, = q',
+                              '    weighted, pushed = [], []']
+    limits = JointLimits.of(tree.lower, tree.upper)
+    for c, (lo, hi, margin, inner_lo, inner_hi) in enumerate(zip(*limits)):
+        if inner_lo == -math.inf and inner_hi == math.inf:
+            continue    # never near a limit
+        column = [names[row][c] or '0.0' for row in range(3)]
+        kept = [name for name in column if name != '0.0']
+        lines += [f'    if not {inner_lo!r} <= q{c} <= {inner_hi!r}:',
+                  f'        low, high = q{c} - {lo!r}, {hi!r} - q{c}',
+                  '        room, sign = (low, -1.0) if low < high else (high, 1.0)',
+                  '        if steer:',
+                  f'            change = -sign * {LIMIT_PUSH!r} * ({margin!r} - room)',
+                  f'            pushed.append(({c}, change))',
+                  f'            t0, t1, t2 = {", ".join(f"{name} * change" for name in column)}',
+                  f'        if sign * (0.0 + {column[0]} * r0 + {column[1]} * r1 + '
+                  f'{column[2]} * r2) > 0.0:',
+                  f'            weight = max(room / {margin!r}, {LIMIT_WEIGHT_MIN!r}) '
+                  'if room else 0.0',
+                  f'            weighted.append(({c}, weight))']
+        if kept:
+            lines.append(f'            {", ".join(kept)} = '
+                         f'{", ".join(f"{name} * weight" for name in kept)}')
+    lines += ['    if pushed:',
+              '        if len(pushed) > 1:',
+              '            return None, True',
+              '        r0, r1, r2 = r0 - (0.0 + t0), r1 - (0.0 + t1), r2 - (0.0 + t2)']
+    solve = _solve_lines(names, n)
+    return lines + solve[:-1] + [solve[-1].replace('return', 'step =', 1),
+                                 '    for j, weight in weighted:', '        step[j] *= weight',
+                                 '    for j, change in pushed:', '        step[j] += change',
+                                 '    return step, pushed']
 
 
 def _damped_step_lines(entries: list[list[str]], width: int) -> list[str]:
@@ -231,21 +292,38 @@ def _damped_step_lines(entries: list[list[str]], width: int) -> list[str]:
     As linalg's _compiled_damped_solve, term by term, but for the products with a '0.0'
     entry (always 0: they add nothing to the sums they are in).
     """
-    size = range(len(entries))
+    names, lines = _entry_lines(entries)
+    lines.append(f'    {", ".join(f"r{i}" for i in range(len(entries)))}, = residual')
+    return lines + _solve_lines(names, width)
+
+
+def _entry_lines(entries: list[list[str]]) -> tuple[list[list[str | None]], list[str]]:
+    """Return J's entries' names (jI_C, None for '0.0') and the lines that set them."""
     names = [[None if entry == '0.0' else f'j{i}_{c}' for c, entry in enumerate(row)]
              for i, row in enumerate(entries)]
     lines = []
-    for i in size:
-        kept = [(name, entry) for name, entry in zip(names[i], entries[i]) if name]
+    for row_names, row in zip(names, entries):
+        kept = [(name, entry) for name, entry in zip(row_names, row) if name]
         if kept:
             lines.append(f'    {", ".join(name for name, _ in kept)}, = '
                          f'{", ".join(entry for _, entry in kept)},')
-    lines.append(f'    {", ".join(f"r{i}" for i in size)}, = residual')
+    return names, lines
+
+
+def _solve_lines(names: list[list[str | None]], width: int) -> list[str]:
+    """
+    Return the lines of _damped_step_lines from the entries (names) and rI on.
+
+    The Gram matrix's lower triangle, the Cholesky solve, and a last line that returns
+    the step.
+    """
+    size = range(len(names))
+    lines = []
     for i in size:
         for k in range(i + 1):
             gram = ' + '.join(f'{a} * {b}' for a, b in zip(names[i], names[k]) if a and b)
             lines.append(f'    a{i}_{k} = {gram or "0.0"}' + (' + damping' if i == k else ''))
-    lines += _cholesky_source(len(entries))
+    lines += _cholesky_source(len(names))
     step = ', '.join(' + '.join(f'{names[i][c]} * y{i}' for i in size if names[i][c]) or '0.0'
                      for c in range(width))
     return lines + [f'    return [{step}]']

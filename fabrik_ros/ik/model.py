@@ -82,8 +82,8 @@ class _Tree:
             self.joints, self.children, layout)
         # Plain FK, and per effector its Jacobian's rows and Hessian, and per tool of a tree
         # with marker points its orientation rows and its full pose's kernels (the six rows
-        # and the damped step), of a single effector its position rows' damped step (see
-        # _compiled_sweep).
+        # and the damped step), of a single effector its position rows' damped step, plain
+        # and steered off the limits (see _compiled_sweep).
         self._forward, self._rows, self._hessians, self.turns, self.pose_kernels, \
             self.position_steps = _compiled_sweep(self)
         # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).

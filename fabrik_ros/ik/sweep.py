@@ -28,7 +28,8 @@ import math
 from typing import TYPE_CHECKING
 
 from .kernels import (_fit_source, _hessian_source, _moment_sums, _pose_rows_source,
-                      _pose_step_source, _position_step_source, _rows_source, _turns_source)
+                      _pose_step_source, _position_step_source, _rows_source,
+                      _steered_step_source, _turns_source)
 from .limits import _fitted_slide, _limited_angle
 from .points import _Fit, _Joint
 from .rotations import _IDENTITY
@@ -37,6 +38,10 @@ from .writer import _source, _SweepWriter, _times
 
 if TYPE_CHECKING:
     from .model import _Tree
+
+# Two kernels of one effector: a full pose's rows and step, a position's step plain and
+# steered (None where there is none).
+_Pair = tuple[Callable | None, Callable | None]
 
 
 def _moved(writer: _SweepWriter, h: list[float | str], origin: list[float | str],
@@ -77,6 +82,7 @@ def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) 
         if not oriented and len(tree.effectors) == 1 and 6 * len(tree.lower) \
                 <= COMPILED_PRODUCTS:   # a single effector's lean steps, as linalg solves
             lines += _position_step_source(tree, index, effector, frames)
+            lines += _steered_step_source(tree, index, effector, frames)
         if oriented and index < tree.tools:
             lines += _turns_source(tree, index, effector, frames)
             lines += _pose_rows_source(tree, index, effector, frames)
@@ -87,8 +93,7 @@ def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) 
 
 def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
                     ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable],
-                               list[Callable], list[Callable],
-                               list[tuple[Callable, Callable | None]], list[Callable | None]]:
+                               list[Callable], list[Callable], list[_Pair], list[_Pair]]:
     """
     Return the tree's sweep compiled to a function (see _SweepWriter and _Tree.sweep).
 
@@ -97,8 +102,9 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     and in trees with marker points (orientation solves) per tool its orientation rows
     (_turns_source) and its full pose's kernels: its six rows (_pose_rows_source) and its
     damped step (_pose_step_source, None where linalg solves that size with numpy), and
-    in a tree of one effector without them its position rows' damped step
-    (_position_step_source, else None); a fitting with none of them ([], [], [], [], []).
+    in a tree of one effector without them its position rows' damped step and that step
+    steered off the limits ((_position_step_source, _steered_step_source), else (None,
+    None)); a fitting with none of them ([], [], [], [], []).
 
     Without fits: forward(q, base) -> (q, frames, points), plain FK; the frames are per
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
@@ -167,12 +173,13 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
 
 
 def _kernels(namespace: dict, tree: _Tree, oriented: bool
-             ) -> tuple[list[Callable], list[Callable], list[Callable],
-                        list[tuple[Callable, Callable | None]], list[Callable | None]]:
+             ) -> tuple[list[Callable], list[Callable], list[Callable], list[_Pair],
+                        list[_Pair]]:
     """Return the compiled kernels beside plain FK, as _compiled_sweep returns them."""
     effectors, tools = range(len(tree.effectors)), range(tree.tools if oriented else 0)
     return [namespace[f'rows{index}'] for index in effectors], \
         [namespace.get(f'hessian{index}') for index in effectors], \
         [namespace[f'turns{index}'] for index in tools], \
         [(namespace[f'pose_rows{index}'], namespace.get(f'pose_step{index}'))
-         for index in tools], [namespace.get(f'position_step{index}') for index in effectors]
+         for index in tools], [(namespace.get(f'position_step{index}'),
+                                namespace.get(f'steered_step{index}')) for index in effectors]
