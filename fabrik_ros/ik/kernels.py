@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from .limits import JointLimits
 from .linalg import _cholesky_source
-from .points import _Effector, _Fit, _Joint
+from .points import _Effector, _Fit, _Joint, _State
 from .rotations import _TWO_PI
 from .tuning import LIMIT_PUSH, LIMIT_WEIGHT_MIN, MOMENT_POINTS, ON_AXIS
 from .writer import _negated
@@ -379,7 +379,7 @@ _MOMENTS = ('W', 'V0', 'V1', 'V2', 'D0', 'D1', 'D2', 'S00', 'S01', 'S02', 'S10',
 
 def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float | str],
                 origin: list[float | str], fit: _Fit, sums: list[str] | None,
-                held: dict[str, tuple[str, int]]) -> list[str]:
+                held: dict[str, tuple[str, int]], old: _State | None = None) -> list[str]:
     """
     Return the source lines that set `fitted`, the joint's fitted angle or slide.
 
@@ -397,6 +397,9 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
     old and desired positions relative to the old and new origin are locals of their own,
     and so are the moments, so co-located joints (a two- or three-axis point, sharing
     origins and fit points) compute them once.
+    old: the state the points come from when it is always the same one (the neutral pose's,
+    see _Tree.sweep): what depends on it alone (g, a . (v - o)) is computed here, by the
+    lines' operations in their order, and written as constants.
     """
     def dot(column: tuple[float | str, ...], names: tuple[str, str, str]) -> str:
         terms = [name if value == 1.0 else f'{value!r} * {name}' if isinstance(value, float)
@@ -407,7 +410,9 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
         return name if value == 0.0 else f'{name} - {value!r}' if isinstance(value, float) \
             else f'{name} + {value[1:]}' if value.startswith('-') else f'{name} - {value}'
 
-    lines = [f'    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = old_frames[{joint}]']
+    frame = old.frames[joint] if old is not None else ()
+    lines = ['    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = '
+             + (f'{frame!r}' if old is not None else f'old_frames[{joint}]')]
     lines += _moment_source(model, h, origin, sums, held) if sums else ['    num = den = 0.0']
     for point, weight in ((k, w) for first, stop, w in fit if stop - first < MOMENT_POINTS
                           for k in range(first, stop)):
@@ -418,15 +423,20 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
         desired = f'{dx}, {dy}, {dz} = {", ".join(map(offset, (dx, dy, dz), origin))}'
         if held.get(x) != (relative + desired, model.point):
             held[x] = (relative + desired, model.point)
-            lines += [f'    {x}, {y}, {z} = old_points[{point}]',
-                      f'    {dx}, {dy}, {dz} = desired[{point}]',
-                      f'    {relative}', f'    {desired}']
+            lines += [f'    {x}, {y}, {z} = old_points[{point}]', f'    {relative}'] \
+                if old is None else []
+            lines += [f'    {dx}, {dy}, {dz} = desired[{point}]', f'    {desired}']
+        if old is not None:     # the lines' operations below, in their order
+            rx, ry, rz = (p - o for p, o in zip(old.points[point], frame[9:]))
+            x, y, z = (f'({a * rx + b * ry + c * rz!r})'
+                       for a, b, c in zip(frame[0:3], frame[3:6], frame[6:9]))
         if model.prismatic:
-            lines += [f'    num += {scale}({dot(h[2::3], (dx, dy, dz))} '
-                      f'- (a2 * {x} + a5 * {y} + a8 * {z}))',
+            lines += [f'    num += {scale}({dot(h[2::3], (dx, dy, dz))} - '
+                      + (z if old is not None else f'(a2 * {x} + a5 * {y} + a8 * {z})') + ')',
                       f'    den += {weight!r}']
         else:
-            lines += [f'    gx, gy = a0 * {x} + a3 * {y} + a6 * {z}, '
+            lines += [f'    gx, gy = {x}, {y}' if old is not None else
+                      f'    gx, gy = a0 * {x} + a3 * {y} + a6 * {z}, '
                       f'a1 * {x} + a4 * {y} + a7 * {z}',
                       f'    ux, uy = {dot(h[0::3], (dx, dy, dz))}, {dot(h[1::3], (dx, dy, dz))}',
                       f'    num += {scale}(gx * uy - gy * ux)',

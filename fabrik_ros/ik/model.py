@@ -23,7 +23,6 @@ the tip-to-root pass is in passes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Sequence
 
 from fabrik_ros.chain import Chain
@@ -95,11 +94,12 @@ class _Tree:
         # does not, and a mimic joint adds its column, times its multiplier, to its leader's.
         self.turning = [tuple((j, c, m) for j, c, m, prismatic in columns if not prismatic)
                         for columns in self.columns]
-        # Root-to-tip passes, compiled per fit list on first use: {ids of the fits: (fits,
-        # function)}; holding the fits keeps their ids unique.
-        self._fittings: dict[tuple[int, ...], tuple[list[_Fit], Callable]] = {}
+        # Root-to-tip passes, compiled per fit list on first use: {ids of the fits: [fits,
+        # function, its variant from the neutral state (compiled on first use, see sweep)]};
+        # holding the fits keeps their ids unique.
+        self._fittings: dict[tuple[int, ...], list] = {}
         # The last pass used and its fits list: the next pass with that list needs no key.
-        self._fitting: tuple[list[_Fit] | None, Callable | None] = (None, None)
+        self._fitting: list = [None, None, None]
         # Per point the weight below it, per (goal points, weights): see subtree_weights.
         self._subtree_weights: dict[tuple[tuple[int, ...], tuple[float, ...]], list[float]] = {}
         self.neutral = self.sweep(chain.neutral().tolist(), _ORIGIN)
@@ -126,6 +126,8 @@ class _Tree:
         were made from) and `fits` (per joint, see whole_fit), each deciding joint takes the
         in-limit angle (or slide) that best moves its fit points, rigid below it as in
         `old`, onto their desired points: FABRIK's root-to-tip pass. Mimic joints follow.
+        From the neutral state (a solve's first pass from the neutral seed) a variant with
+        that state's own terms computed once, as constants, does the same arithmetic less.
         """
         if desired is None:
             q, frames, points = self._forward(q, base)
@@ -134,9 +136,14 @@ class _Tree:
             if fitting[0] is not fits:  # else the same fits as the last pass: no key to make
                 key = tuple(map(id, fits))
                 if key not in self._fittings:
-                    self._fittings[key] = (fits, _compiled_sweep(self, fits)[0])
-                fitting = self._fitting = (fits, self._fittings[key][1])
-            q, frames, points = fitting[1](q, base, old.frames, old.points, desired)
+                    self._fittings[key] = [fits, _compiled_sweep(self, fits)[0], None]
+                fitting = self._fitting = self._fittings[key]
+            if old is self.neutral:     # a solve's first pass from the neutral seed
+                if fitting[2] is None:
+                    fitting[2] = _compiled_sweep(self, fits, old)[0]
+                q, frames, points = fitting[2](q, base, old.frames, old.points, desired)
+            else:
+                q, frames, points = fitting[1](q, base, old.frames, old.points, desired)
         return _State(q, base, frames, points)
 
     def subtree_weights(self, goal_points: list[int], weights: list[float]) -> list[float]:

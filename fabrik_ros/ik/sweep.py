@@ -31,7 +31,7 @@ from .kernels import (_fit_source, _hessian_source, _moment_sums, _pose_rows_sou
                       _pose_step_source, _position_step_source, _rows_source,
                       _steered_step_source, _turns_source)
 from .limits import _fitted_slide, _limited_angle
-from .points import _Fit, _Joint
+from .points import _Fit, _Joint, _State
 from .rotations import _IDENTITY
 from .tuning import COMPILED_PAIRS, COMPILED_PRODUCTS
 from .writer import _source, _SweepWriter, _times
@@ -91,7 +91,7 @@ def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) 
     return lines
 
 
-def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
+def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | None = None
                     ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable],
                                list[Callable], list[Callable], list[_Pair], list[_Pair]]:
     """
@@ -102,15 +102,16 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     and in trees with marker points (orientation solves) per tool its orientation rows
     (_turns_source) and its full pose's kernels: its six rows (_pose_rows_source) and its
     damped step (_pose_step_source, None where linalg solves that size with numpy), and
-    in a tree of one effector without them its position rows' damped step and that step
-    steered off the limits ((_position_step_source, _steered_step_source), else (None,
-    None)); a fitting with none of them ([], [], [], [], []).
+    in a tree of one effector without them its position rows' damped step, plain and
+    steered ((_position_step_source, _steered_step_source), else (None, None)).
 
     Without fits: forward(q, base) -> (q, frames, points), plain FK; the frames are per
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
     fitting(q, base, old_frames, old_points, desired), where each deciding joint's angle
     (or slide) is first fitted to the desired points (FABRIK's root-to-tip pass): point by
-    point for short runs of fit points, from moment sums for long ones (_fit_source).
+    point for short runs of fit points, from moment sums for long ones (_fit_source), with
+    none of the kernels ([], [], [], [], []); old: the one state it is for, its own terms
+    constants (see _fit_source), or None for any.
     """
     n_q = len(tree.lower)
     fitting = fits is not None
@@ -144,7 +145,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
         angle = position(joint)
         if fitting and joint.decides:
             writer.lines += _fit_source(j, joint, angle, h, origin, fits[j], moments.get(j),
-                                        held)
+                                        held, old)
             c, m, o = joint.coordinate, joint.multiplier, joint.shift
             writer.lines.append(f'    q{c} = fitted' if m == 1.0 and o == 0.0 else
                                 f'    q{c} = min(max((fitted - {o!r}) / {m!r}, '
@@ -162,10 +163,10 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     if not fitting:
         writer.lines += _kernel_lines(tree, frames, oriented)
     namespace = {'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2, 'sqrt': math.sqrt,
-                 'remainder': math.remainder, 'inf': math.inf,
-                 'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,
-                 'lower': tree.lower, 'upper': tree.upper}
-    name = f'<fabrik_ros {"fitting" if fitting else "forward"} sweep, {len(tree.joints)} joints>'
+                 'remainder': math.remainder, 'inf': math.inf, 'limited_angle': _limited_angle,
+                 'fitted_slide': _fitted_slide, 'lower': tree.lower, 'upper': tree.upper}
+    kind = 'forward' if not fitting else 'fitting' if old is None else 'neutral fitting'
+    name = f'<fabrik_ros {kind} sweep, {len(tree.joints)} joints>'
     exec(compile('\n'.join(writer.lines), name, 'exec'), namespace)
     if fitting:
         return namespace['fitting'], [], [], [], [], []
