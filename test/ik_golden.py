@@ -27,7 +27,10 @@ refactoring that keeps the solver's behaviour keeps record() equal to the stored
     python3 test/ik_golden.py --print   # print today's corpus (JSON) instead
 
 The digests depend on which kernels are already cached in the process, so a corpus is
-recorded in a fresh interpreter.
+recorded in a fresh interpreter. The last bits of numpy's and OpenBLAS's arithmetic depend on
+which SIMD kernels the CPU lets them pick (their AVX-512 kernels round differently from their
+AVX2 ones), so the corpus is recorded and checked with both held to their AVX2 kernels
+(`arithmetic_environment`).
 """
 
 import builtins
@@ -36,6 +39,7 @@ import gzip
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 import sys
 from typing import Any, Iterator
@@ -53,6 +57,23 @@ URDF_ROBOTS = {'finger': ('palm', 'fingertip'), 'offset_arm': ('base_link', 'too
                'rail_arm': ('base_link', 'tool0')}
 COLD = 24        # cold solves per robot and kind of target
 TRACK = 15       # steps of a tracking sequence
+
+
+def arithmetic_environment() -> dict[str, str] | None:
+    """
+    Return this process's environment with numpy and OpenBLAS held to their AVX2 kernels.
+
+    A process started with it computes the corpus's arithmetic on any x86-64 CPU with AVX2,
+    whatever wider kernels the CPU has. None where the CPU has no AVX2 (an older x86, an ARM
+    machine): the corpus's last bits cannot be reproduced there.
+    """
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    if not (__cpu_features__.get('X86_V3') or __cpu_features__.get('AVX2')):
+        return None
+    wider = [name for name in __cpu_dispatch__
+             if __cpu_features__.get(name) and (name == 'X86_V4' or name.startswith('AVX512'))]
+    return {**os.environ, 'NPY_DISABLE_CPU_FEATURES': ' '.join(wider),
+            'OPENBLAS_CORETYPE': 'Haswell'}
 
 
 def robots() -> dict[str, Chain]:
@@ -232,6 +253,11 @@ def load() -> dict[str, Any]:
 
 
 if __name__ == '__main__':
+    pinned = arithmetic_environment()
+    if pinned is None:
+        sys.exit('ik_golden.py: this CPU has no AVX2, the arithmetic the corpus is kept in')
+    if os.environ.get('OPENBLAS_CORETYPE') != pinned['OPENBLAS_CORETYPE']:  # not yet held
+        os.execve(sys.executable, [sys.executable, *sys.argv], pinned)
     data = json.dumps(record(), sort_keys=True, separators=(',', ':'))
     if sys.argv[1:] == ['--print']:
         print(data)
