@@ -379,7 +379,8 @@ _MOMENTS = ('W', 'V0', 'V1', 'V2', 'D0', 'D1', 'D2', 'S00', 'S01', 'S02', 'S10',
 
 def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float | str],
                 origin: list[float | str], fit: _Fit, sums: list[str] | None,
-                held: dict[str, tuple[str, int]], old: _State | None = None) -> list[str]:
+                held: dict[str, tuple[str, int]], old: _State | None = None,
+                twins: dict[int, int] | None = None) -> list[str]:
     """
     Return the source lines that set `fitted`, the joint's fitted angle or slide.
 
@@ -400,6 +401,43 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
     old: the state the points come from when it is always the same one (the neutral pose's,
     see _Tree.sweep): what depends on it alone (g, a . (v - o)) is computed here, by the
     lines' operations in their order, and written as constants.
+    twins: point -> the point it always sits on (an effector on its joint's origin). Where
+    the sweep's twin<point> says their desired points are the same floats (and no zero
+    whose sign could differ), a revolute joint adds the twin's terms again, not computing
+    them anew: the same floats.
+    """
+    frame = old.frames[joint] if old is not None else ()
+    lines = ['    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = '
+             + (f'{frame!r}' if old is not None else f'old_frames[{joint}]')]
+    lines += _moment_source(model, h, origin, sums, held) if sums else ['    num = den = 0.0']
+    listed = [(k, w) for first, stop, w in fit if stop - first < MOMENT_POINTS
+              for k in range(first, stop)]
+    order = {point: index for index, (point, _) in enumerate(listed)}
+    twins = {point: twin for point, twin in (twins or {}).items() if not model.prismatic
+             and order.get(twin, math.inf) < order.get(point, -1)}
+    kept = set(twins.values())
+    for point, weight in listed:
+        scale = '' if weight == 1.0 else f'{weight!r} * '
+        if point not in twins:
+            lines += _point_lines(point, weight, model, h, origin, held, frame, old,
+                                  point in kept)
+            continue
+        twin = twins[point]
+        lines += [f'    if twin{point}:', f'        num += {scale}tn{twin}',
+                  f'        den += {scale}td{twin}', '    else:'] + [
+            '    ' + line for line in _point_lines(point, weight, model, h, origin, {}, frame,
+                                                   old, False)]
+    return lines + _fitted_lines(model, current)
+
+
+def _point_lines(point: int, weight: float, model: _Joint, h: list[float | str],
+                 origin: list[float | str], held: dict[str, tuple[str, int]],
+                 frame: tuple[float, ...], old: _State | None, keep: bool) -> list[str]:
+    """
+    Return the lines that add one point's terms to num and den (see _fit_source).
+
+    held: as there (a fresh dict: the point's locals computed anew, not kept); keep: the
+    terms also go to locals tn<point>, td<point> (revolute) for its twin.
     """
     def dot(column: tuple[float | str, ...], names: tuple[str, str, str]) -> str:
         terms = [name if value == 1.0 else f'{value!r} * {name}' if isinstance(value, float)
@@ -410,38 +448,33 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
         return name if value == 0.0 else f'{name} - {value!r}' if isinstance(value, float) \
             else f'{name} + {value[1:]}' if value.startswith('-') else f'{name} - {value}'
 
-    frame = old.frames[joint] if old is not None else ()
-    lines = ['    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = '
-             + (f'{frame!r}' if old is not None else f'old_frames[{joint}]')]
-    lines += _moment_source(model, h, origin, sums, held) if sums else ['    num = den = 0.0']
-    for point, weight in ((k, w) for first, stop, w in fit if stop - first < MOMENT_POINTS
-                          for k in range(first, stop)):
-        scale = '' if weight == 1.0 else f'{weight!r} * '
-        x, y, z = f'x{point}', f'y{point}', f'z{point}'
-        dx, dy, dz = f'dx{point}', f'dy{point}', f'dz{point}'
-        relative = f'{x}, {y}, {z} = {x} - ox, {y} - oy, {z} - oz'
-        desired = f'{dx}, {dy}, {dz} = {", ".join(map(offset, (dx, dy, dz), origin))}'
-        if held.get(x) != (relative + desired, model.point):
-            held[x] = (relative + desired, model.point)
-            lines += [f'    {x}, {y}, {z} = old_points[{point}]', f'    {relative}'] \
-                if old is None else []
-            lines += [f'    {dx}, {dy}, {dz} = desired[{point}]', f'    {desired}']
-        if old is not None:     # the lines' operations below, in their order
-            rx, ry, rz = (p - o for p, o in zip(old.points[point], frame[9:]))
-            x, y, z = (f'({a * rx + b * ry + c * rz!r})'
-                       for a, b, c in zip(frame[0:3], frame[3:6], frame[6:9]))
-        if model.prismatic:
-            lines += [f'    num += {scale}({dot(h[2::3], (dx, dy, dz))} - '
-                      + (z if old is not None else f'(a2 * {x} + a5 * {y} + a8 * {z})') + ')',
-                      f'    den += {weight!r}']
-        else:
-            lines += [f'    gx, gy = {x}, {y}' if old is not None else
-                      f'    gx, gy = a0 * {x} + a3 * {y} + a6 * {z}, '
-                      f'a1 * {x} + a4 * {y} + a7 * {z}',
-                      f'    ux, uy = {dot(h[0::3], (dx, dy, dz))}, {dot(h[1::3], (dx, dy, dz))}',
-                      f'    num += {scale}(gx * uy - gy * ux)',
-                      f'    den += {scale}(gx * ux + gy * uy)']
-    return lines + _fitted_lines(model, current)
+    scale = '' if weight == 1.0 else f'{weight!r} * '
+    x, y, z = f'x{point}', f'y{point}', f'z{point}'
+    dx, dy, dz = f'dx{point}', f'dy{point}', f'dz{point}'
+    relative = f'{x}, {y}, {z} = {x} - ox, {y} - oy, {z} - oz'
+    desired = f'{dx}, {dy}, {dz} = {", ".join(map(offset, (dx, dy, dz), origin))}'
+    lines = []
+    if held.get(x) != (relative + desired, model.point):
+        held[x] = (relative + desired, model.point)
+        lines += [f'    {x}, {y}, {z} = old_points[{point}]', f'    {relative}'] \
+            if old is None else []
+        lines += [f'    {dx}, {dy}, {dz} = desired[{point}]', f'    {desired}']
+    if old is not None:     # the lines' operations below, in their order
+        rx, ry, rz = (p - o for p, o in zip(old.points[point], frame[9:]))
+        x, y, z = (f'({a * rx + b * ry + c * rz!r})'
+                   for a, b, c in zip(frame[0:3], frame[3:6], frame[6:9]))
+    if model.prismatic:
+        return lines + [f'    num += {scale}({dot(h[2::3], (dx, dy, dz))} - '
+                        + (z if old is not None else f'(a2 * {x} + a5 * {y} + a8 * {z})') + ')',
+                        f'    den += {weight!r}']
+    lines += [f'    gx, gy = {x}, {y}' if old is not None else
+              f'    gx, gy = a0 * {x} + a3 * {y} + a6 * {z}, a1 * {x} + a4 * {y} + a7 * {z}',
+              f'    ux, uy = {dot(h[0::3], (dx, dy, dz))}, {dot(h[1::3], (dx, dy, dz))}']
+    if keep:
+        return lines + [f'    tn{point}, td{point} = gx * uy - gy * ux, gx * ux + gy * uy',
+                        f'    num += {scale}tn{point}', f'    den += {scale}td{point}']
+    return lines + [f'    num += {scale}(gx * uy - gy * ux)',
+                    f'    den += {scale}(gx * ux + gy * uy)']
 
 
 def _fitted_lines(model: _Joint, current: float | str) -> list[str]:

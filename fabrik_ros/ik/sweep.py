@@ -119,7 +119,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
                           else 'def forward(q, base):')
     coordinates = [f'q{c}' for c in range(n_q)]
     writer.lines += [f'    [{", ".join(coordinates)}] = q', '    bx, by, bz = base']
-    moments = _moment_sums(fits, writer.lines) if fitting else {}
+    moments, twins = _fitting_head(tree, fits, writer.lines) if fitting else ({}, {})
     held: dict[str, tuple[str, int]] = {}   # see _fit_source
     base_frame: list[float | str] = [*_IDENTITY, 'bx', 'by', 'bz']
     frames: list[list[float | str]] = []
@@ -145,7 +145,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
         angle = position(joint)
         if fitting and joint.decides:
             writer.lines += _fit_source(j, joint, angle, h, origin, fits[j], moments.get(j),
-                                        held, old)
+                                        held, old, twins)
             c, m, o = joint.coordinate, joint.multiplier, joint.shift
             writer.lines.append(f'    q{c} = fitted' if m == 1.0 and o == 0.0 else
                                 f'    q{c} = min(max((fitted - {o!r}) / {m!r}, '
@@ -171,6 +171,24 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
     if fitting:
         return namespace['fitting'], [], [], [], [], []
     return (namespace['forward'],) + _kernels(namespace, tree, oriented)
+
+
+def _fitting_head(tree: _Tree, fits: list[_Fit], lines: list[str]
+                  ) -> tuple[dict[int, list[str]], dict[int, int]]:
+    """
+    Append a fitting's lines before its joints'; return its moment sums and its twins.
+
+    The moment sums: see _moment_sums. The twins: point -> the point it sits on (an
+    effector on its joint's origin, the same old point in every state the sweeps make), and
+    per twin twin<point>: whether their desired points are the same floats, none of them 0
+    (whose sign could differ), for _fit_source.
+    """
+    twins = {point: tree.joints[parent].point for parent, point, offset
+             in tree.effector_links if parent >= 0 and offset == (0.0, 0.0, 0.0)}
+    moments = _moment_sums(fits, lines)
+    lines += [f'    twin{point} = desired[{point}] == desired[{twin}] and 0.0 not in '
+              f'desired[{twin}]' for point, twin in twins.items()]
+    return moments, twins
 
 
 def _kernels(namespace: dict, tree: _Tree, oriented: bool
