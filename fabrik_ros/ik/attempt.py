@@ -90,6 +90,8 @@ class _Solve(_Objective, _ClosingSteps):
         self.goal_points = [self.tree.effectors[i].point for i in effectors]
         self.floors = [floors[i] for i in effectors]
         self.out_of_reach = any(self.floors)
+        if len(effectors) == 1 and orientations is None and not self.out_of_reach:
+            self.lone = (self.goals[0], self.goal_points[0], self.weights[0])
         # One effector's position on a pinned root: restarts start from the workspace map
         # (IkSolver._mapped_seed), and Newton's steps (_newton_step) apply.
         self.mappable = len(effectors) == 1 and orientations is None and not free_root
