@@ -35,6 +35,8 @@ from .rotations import _ORIGIN
 from .sweep import _compiled_sweep
 from .tuning import KEPT_WEIGHTS
 
+_new_tuple = tuple.__new__     # a _State from its fields without NamedTuple's Python __new__
+
 
 class _Tree:
     """
@@ -144,7 +146,7 @@ class _Tree:
                 q, frames, points = fitting[2](q, base, old.frames, old.points, desired)
             else:
                 q, frames, points = fitting[1](q, base, old.frames, old.points, desired)
-        return _State(q, base, frames, points)
+        return _new_tuple(_State, (q, base, frames, points))
 
     def subtree_weights(self, goal_points: list[int], weights: list[float]) -> list[float]:
         """
