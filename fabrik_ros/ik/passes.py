@@ -86,6 +86,17 @@ def reach_back(tree: _Tree, state: _State, goal_points: list[int],
         if point in stretch or not weights[point]:    # nothing below it: it stays
             continue
         ax, ay, az = points[point]
+        if len(children) == 1 and children[0][1] is not None and weights[children[0][0]] == 1.0:
+            # The loop below for one child of weight 1 and fixed length, its floats to the
+            # bit (1.0 * x and x / 1.0 are x; 0.0 + x as the sums start at 0.0).
+            (child, length), = children
+            cx, cy, cz = desired[child]
+            dx, dy, dz = ax - cx, ay - cy, az - cz
+            distance = math.sqrt(dx * dx + dy * dy + dz * dz)
+            scale = length / distance if distance > 0.0 else 0.0
+            desired[point] = (0.0 + (cx + scale * dx), 0.0 + (cy + scale * dy),
+                              0.0 + (cz + scale * dz))
+            continue
         sx = sy = sz = total = 0.0
         for child, length in children:
             cx, cy, cz = desired[child]
