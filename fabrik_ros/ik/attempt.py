@@ -50,6 +50,18 @@ class PassSettings(NamedTuple):
     clock: Callable[[], float]      # seconds
 
 
+# _Solve's attributes, in slots: a solve makes one or two, each with these 44 (a dict of them
+# would be built and resized every time).
+_SOLVE_SLOTS = ('settings', 'limits', 'orientations', 'tree', 'effectors', 'groups', 'owned',
+                'goals', 'weights', 'goal_points', 'floors', 'out_of_reach', 'lone',
+                'mappable', 'newton_able', 'compiled_step', 'steered_step', 'stretch', 'fits',
+                'retry_fits', 'free_root', 'deadline', 'reach_points', 'reach_goals',
+                '_reach_weights', 'rest_q', 'rest_objective', 'judged', '_best', '_best_q',
+                'hold', '_best_base', 'best_fit', 'initial_miss', '_point_weights', '_system',
+                'timed_out', 'fabrik_iterations', 'closing_steps', 'restarts', 'initial_error',
+                'fabrik_error', 'history', 'trace')
+
+
 class _Solve(_Objective, _ClosingSteps):
     """
     One pass of an IkSolver.solve call: the goals, the stages, the counters and the history.
@@ -69,6 +81,8 @@ class _Solve(_Objective, _ClosingSteps):
     split solve spent before it (see _Split). fits: per joint, the points FABRIK's passes
     fit it to (see _Tree.whole_fit); retry_fits: those of the restarts (default: fits).
     """
+
+    __slots__ = _SOLVE_SLOTS
 
     def __init__(self, settings: PassSettings, limits: JointLimits, tree: _Tree,
                  groups: tuple[_Group, ...],
@@ -90,8 +104,8 @@ class _Solve(_Objective, _ClosingSteps):
         self.goal_points = [self.tree.effectors[i].point for i in effectors]
         self.floors = [floors[i] for i in effectors]
         self.out_of_reach = any(self.floors)
-        if len(effectors) == 1 and orientations is None and not self.out_of_reach:
-            self.lone = (self.goals[0], self.goal_points[0], self.weights[0])
+        self.lone = (self.goals[0], self.goal_points[0], self.weights[0]) \
+            if len(effectors) == 1 and orientations is None and not self.out_of_reach else None
         # One effector's position on a pinned root: restarts start from the workspace map
         # (IkSolver._mapped_seed), and Newton's steps (_newton_step) apply.
         self.mappable = len(effectors) == 1 and orientations is None and not free_root

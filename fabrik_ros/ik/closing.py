@@ -36,6 +36,8 @@ from .tuning import (CONVEX_SHIFT, DAMPING_FLOOR, DAMPING_MAX, NEWTON_STALL, POS
 class _ClosingSteps:
     """The closing steps of one attempt (_Solve): damped least squares and Newton."""
 
+    __slots__ = ()
+
     def _newton_step(self, state: _State, fit: _Score, damping: float
                      ) -> tuple[_State, _Score, float] | None:
         """

@@ -52,7 +52,7 @@ class _Objective:
     orientation, no floor), else None: measure then does score's arithmetic in one call.
     """
 
-    lone: tuple[tuple[float, float, float], int, float] | None = None
+    __slots__ = ()
 
     def measure(self, state: _State) -> _Score:
         """Return how well the state meets the goals."""
