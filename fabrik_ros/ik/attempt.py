@@ -184,7 +184,7 @@ class _Solve(_Objective, _ClosingSteps):
         if self.timed_out or \
                 self.fabrik_iterations + self.closing_steps >= self.settings.max_iterations:
             return False
-        if self.settings.clock() >= self.deadline:
+        if self.deadline < math.inf and self.settings.clock() >= self.deadline:
             self.timed_out = True
         return not self.timed_out
 
