@@ -156,6 +156,8 @@ class _Solve(_Objective, _ClosingSteps):
 
     def pose(self) -> list[float]:
         """Return the best pose: the pass's joints from its best, the others from rest."""
+        if len(self.owned) == len(self.rest_q):     # the pass owns every joint
+            return list(self._best_q)
         q = list(self.rest_q)
         for coordinate in self.owned:
             q[coordinate] = self._best_q[coordinate]

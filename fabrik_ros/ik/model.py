@@ -78,6 +78,11 @@ class _Tree:
         effector_points = set(layout.effector_point)
         self.inner_points = [k for k in range(self.n_points - 1, 0, -1)
                              if k not in effector_points]
+        # Per inner point: it, its children, and its only child and their fixed distance
+        # (None where it has several or one that slides): FABRIK's tip-to-root pass.
+        self.inner_links = [(k, self.children[k], self.children[k][0]
+                             if len(self.children[k]) == 1 and self.children[k][0][1] is not None
+                             else None) for k in self.inner_points]
         self.ball_joints = _ball_joints(chain, layout.point_of_joint)
         self.whole_fit, self.next_fit, self.straight_fit = _fit_lists(
             self.joints, self.children, layout)

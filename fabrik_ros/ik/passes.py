@@ -81,15 +81,14 @@ def reach_back(tree: _Tree, state: _State, goal_points: list[int],
         desired[point] = goal
     for point, position in stretch.items():
         desired[point] = position
-    for point in tree.inner_points:
-        children = tree.children[point]
+    for point, children, only in tree.inner_links:
         if point in stretch or not weights[point]:    # nothing below it: it stays
             continue
         ax, ay, az = points[point]
-        if len(children) == 1 and children[0][1] is not None and weights[children[0][0]] == 1.0:
+        if only is not None and weights[only[0]] == 1.0:
             # The loop below for one child of weight 1 and fixed length, its floats to the
             # bit (1.0 * x and x / 1.0 are x; 0.0 + x as the sums start at 0.0).
-            (child, length), = children
+            child, length = only
             cx, cy, cz = desired[child]
             dx, dy, dz = ax - cx, ay - cy, az - cz
             distance = math.sqrt(dx * dx + dy * dy + dz * dz)
