@@ -78,11 +78,7 @@ class _Tree:
         effector_points = set(layout.effector_point)
         self.inner_points = [k for k in range(self.n_points - 1, 0, -1)
                              if k not in effector_points]
-        # Per inner point: it, its children, and its only child and their fixed distance
-        # (None where it has several or one that slides): FABRIK's tip-to-root pass.
-        self.inner_links = [(k, self.children[k], self.children[k][0]
-                             if len(self.children[k]) == 1 and self.children[k][0][1] is not None
-                             else None) for k in self.inner_points]
+        self.chain_links = _chain_links(self.inner_points, self.children, effector_points)
         self.ball_joints = _ball_joints(chain, layout.point_of_joint)
         self.whole_fit, self.next_fit, self.straight_fit = _fit_lists(
             self.joints, self.children, layout)
@@ -224,3 +220,25 @@ class _Tree:
         hessian = mapping.T @ (pairs + np.tril(pairs, -1).T) @ mapping
         descent = mapping.T @ (columns @ (px, py, pz))
         return descent.tolist(), [row[:c + 1] for c, row in enumerate(hessian.tolist())]
+
+
+def _chain_links(inner_points: list[int], children: list[list[tuple[int, float | None]]],
+                 effector_points: set[int]) -> tuple[int, list[tuple[int, float]]] | None:
+    """
+    Return a chain's links for FABRIK's tip-to-root pass (see reach_back), or None.
+
+    A chain to one effector whose points' distances are fixed: the effector's point, and
+    per inner point, tip to root, it and its distance (metres) to its only child, the point
+    before; None for any other tree.
+    """
+    if len(effector_points) != 1:
+        return None
+    tip, = effector_points
+    child, links = tip, []
+    for point in inner_points:
+        if len(children[point]) != 1 or children[point][0][0] != child \
+                or children[point][0][1] is None:
+            return None
+        links.append((point, children[point][0][1]))
+        child = point
+    return tip, links
