@@ -50,6 +50,18 @@ class PassSettings(NamedTuple):
     clock: Callable[[], float]      # seconds
 
 
+# _Solve's attributes, in slots: a solve makes one or two, each with these 44 (a dict of them
+# would be built and resized every time).
+_SOLVE_SLOTS = ('settings', 'limits', 'orientations', 'tree', 'effectors', 'groups', 'owned',
+                'goals', 'weights', 'goal_points', 'floors', 'out_of_reach', 'lone',
+                'mappable', 'newton_able', 'compiled_step', 'steered_step', 'stretch', 'fits',
+                'retry_fits', 'free_root', 'deadline', 'reach_points', 'reach_goals',
+                '_reach_weights', 'rest_q', 'rest_objective', 'judged', '_best', '_best_q',
+                'hold', '_best_base', 'best_fit', 'initial_miss', '_point_weights', '_system',
+                'timed_out', 'fabrik_iterations', 'closing_steps', 'restarts', 'initial_error',
+                'fabrik_error', 'history', 'trace')
+
+
 class _Solve(_Objective, _ClosingSteps):
     """
     One pass of an IkSolver.solve call: the goals, the stages, the counters and the history.
@@ -69,6 +81,8 @@ class _Solve(_Objective, _ClosingSteps):
     split solve spent before it (see _Split). fits: per joint, the points FABRIK's passes
     fit it to (see _Tree.whole_fit); retry_fits: those of the restarts (default: fits).
     """
+
+    __slots__ = _SOLVE_SLOTS
 
     def __init__(self, settings: PassSettings, limits: JointLimits, tree: _Tree,
                  groups: tuple[_Group, ...],
@@ -90,13 +104,15 @@ class _Solve(_Objective, _ClosingSteps):
         self.goal_points = [self.tree.effectors[i].point for i in effectors]
         self.floors = [floors[i] for i in effectors]
         self.out_of_reach = any(self.floors)
+        self.lone = (self.goals[0], self.goal_points[0], self.weights[0]) \
+            if len(effectors) == 1 and orientations is None and not self.out_of_reach else None
         # One effector's position on a pinned root: restarts start from the workspace map
         # (IkSolver._mapped_seed), and Newton's steps (_newton_step) apply.
         self.mappable = len(effectors) == 1 and orientations is None and not free_root
         self.newton_able = self.mappable \
             and len(self.tree.effectors[effectors[0]].joints) <= NEWTON_JOINTS
-        self.compiled_step = _compiled_step(self.tree, effectors, free_root, self.weights,
-                                            orientations)
+        self.compiled_step, self.steered_step = _compiled_step(
+            self.tree, effectors, free_root, self.weights, orientations)
         self.stretch = stretch
         self.fits = fits
         self.retry_fits = fits if retry_fits is None else retry_fits
@@ -140,6 +156,8 @@ class _Solve(_Objective, _ClosingSteps):
 
     def pose(self) -> list[float]:
         """Return the best pose: the pass's joints from its best, the others from rest."""
+        if len(self.owned) == len(self.rest_q):     # the pass owns every joint
+            return list(self._best_q)
         q = list(self.rest_q)
         for coordinate in self.owned:
             q[coordinate] = self._best_q[coordinate]
@@ -168,7 +186,7 @@ class _Solve(_Objective, _ClosingSteps):
         if self.timed_out or \
                 self.fabrik_iterations + self.closing_steps >= self.settings.max_iterations:
             return False
-        if self.settings.clock() >= self.deadline:
+        if self.deadline < math.inf and self.settings.clock() >= self.deadline:
             self.timed_out = True
         return not self.timed_out
 
@@ -347,17 +365,18 @@ class _Solve(_Objective, _ClosingSteps):
 
 
 def _compiled_step(tree: _Tree, effectors: list[int], free_root: bool, weights: list[float],
-                   orientations: _Orientations | None) -> Callable | None:
+                   orientations: _Orientations | None) -> tuple[Callable | None, Callable | None]:
     """
-    Return the tree's compiled closing step for a pass, None if it has none that applies.
+    Return the tree's compiled closing step for a pass, and that step steered off the limits.
 
     One effector's position or full pose at weight 1 on a pinned root (see
-    _ClosingSteps._compiled_closing_step).
+    _ClosingSteps._compiled_closing_step); the steered step for a position only (see
+    _ClosingSteps._steered_closing_step). None where none applies.
     """
     if len(effectors) != 1 or free_root or weights != [1.0]:
-        return None
+        return None, None
     if orientations is None:
         return tree.position_steps[effectors[0]]
     if len(orientations.items) == 1 and orientations.items[0][:2] == (effectors[0], 'full'):
-        return tree.pose_kernels[effectors[0]][1]
-    return None
+        return tree.pose_kernels[effectors[0]][1], None
+    return None, None

@@ -36,6 +36,8 @@ from .tuning import (CONVEX_SHIFT, DAMPING_FLOOR, DAMPING_MAX, NEWTON_STALL, POS
 class _ClosingSteps:
     """The closing steps of one attempt (_Solve): damped least squares and Newton."""
 
+    __slots__ = ()
+
     def _newton_step(self, state: _State, fit: _Score, damping: float
                      ) -> tuple[_State, _Score, float] | None:
         """
@@ -174,11 +176,14 @@ class _ClosingSteps:
         its weight.
         """
         tree = self.tree
-        if self.compiled_step is not None and (self.out_of_reach or (
-                self.orientations is not None and len(state.q) <= 6) or all(
-                map(le, self.limits.inner_lower, state.q))
-                and all(map(le, state.q, self.limits.inner_upper))):
-            step = self._compiled_closing_step(state, fit, damping)
+        if self.compiled_step is not None:
+            if self.out_of_reach or (self.orientations is not None and len(state.q) <= 6) \
+                    or all(map(le, self.limits.inner_lower, state.q)) \
+                    and all(map(le, state.q, self.limits.inner_upper)):
+                step = self._compiled_closing_step(state, fit, damping)
+            else:   # a joint near a limit: steered, where the tree has that step compiled
+                step = self._compiled_closing_step(state, fit, damping, steer) \
+                    if self.steered_step is not None else False
             if step is not False:
                 return step
         rows = tree.jacobian(state, self.free_root, self.effectors)
@@ -224,16 +229,20 @@ class _ClosingSteps:
             damping *= 10.0
         return None
 
-    def _compiled_closing_step(self, state: _State, fit: _Score, damping: float
+    def _compiled_closing_step(self, state: _State, fit: _Score, damping: float,
+                               steer: bool | None = None
                                ) -> tuple[_State, _Score, float] | None | bool:
         """
         Take _closing_step's step from the tree's compiled step (a position or a full pose).
 
         For one effector at weight 1 on a pinned root whose step no steering changes (see
         _Solve.compiled_step): the same residual, and the compiled step's floats, the same
-        as the rows' (_pose_step_source, _position_step_source). Returns as _closing_step,
-        or False where the rows' path must go on (a joint the step would carry past its
-        limit, a system numpy solves).
+        as the rows' (_pose_step_source, _position_step_source). With steer (True or False,
+        a position only): the steered step instead (_Solve.steered_step,
+        _steered_step_source), the rows' path's with joints near a limit; a pushed step that
+        does not lower the objective is taken once more without the push, as there.
+        Returns as _closing_step, or False where the rows' path must go on (a joint the step
+        would carry past its limit, a system numpy solves, pushes the rows sum).
         """
         (goal,), (point,), (floor,) = self.goals, self.goal_points, self.floors
         shrink = 1.0    # (math.sqrt of the weight 1)
@@ -248,11 +257,18 @@ class _ClosingSteps:
             residual += [s * vx, s * vy, s * vz]
         scale = fit.excess ** 2
         lower, upper = self.limits.lower, self.limits.upper
+        pushed = False
         while damping <= DAMPING_MAX:
+            mu = max(damping * scale, least)
             try:
-                step = self.compiled_step(state.frames, x, y, z, s, residual,
-                                          max(damping * scale, least))
+                if steer is None:
+                    step = self.compiled_step(state.frames, x, y, z, s, residual, mu)
+                else:
+                    step, pushed = self.steered_step(state.frames, x, y, z, state.q, residual,
+                                                     mu, steer)
             except _NOT_POSITIVE_DEFINITE:
+                return False
+            if step is None:
                 return False
             moved, held = _clamped(state.q, step, lower, upper)
             if held:
@@ -261,5 +277,8 @@ class _ClosingSteps:
             new_fit = self.measure(candidate)
             if new_fit.objective < fit.objective:
                 return candidate, new_fit, damping
+            if pushed:  # the push cost more than the step gained: once more without it
+                steer = False
+                continue
             damping *= 10.0
         return None

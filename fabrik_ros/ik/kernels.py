@@ -23,12 +23,14 @@ rows (turns), and per joint its closed-form fit (point by point, or by moment su
 from __future__ import annotations
 
 from collections.abc import Callable
+import math
 from typing import TYPE_CHECKING
 
+from .limits import JointLimits
 from .linalg import _cholesky_source
-from .points import _Effector, _Fit, _Joint
+from .points import _Effector, _Fit, _Joint, _State
 from .rotations import _TWO_PI
-from .tuning import MOMENT_POINTS, ON_AXIS
+from .tuning import LIMIT_PUSH, LIMIT_WEIGHT_MIN, MOMENT_POINTS, ON_AXIS
 from .writer import _negated
 
 if TYPE_CHECKING:
@@ -203,6 +205,19 @@ def _pose_step_source(tree: _Tree, index: int, effector: _Effector,
         + _damped_step_lines(entries, len(tree.lower))
 
 
+def _position_entries(tree: _Tree, effector: _Effector, frames: list[list[float | str]]
+                      ) -> tuple[list[str], list[list[str]]]:
+    """Return the source lines and entries of an effector's three position rows (rows<index>)."""
+    lines, columns = _column_source(tree, effector, frames)
+    terms: list[list[list[str]]] = [[[], [], []] for _ in tree.lower]
+    for joint, _, column in columns:
+        for row, name in enumerate(column):
+            if name != '0.0':
+                terms[joint.coordinate][row].append(
+                    name if joint.multiplier == 1.0 else f'{joint.multiplier!r} * {name}')
+    return lines, [[' + '.join(per_row[row]) or '0.0' for per_row in terms] for row in range(3)]
+
+
 def _position_step_source(tree: _Tree, index: int, effector: _Effector,
                           frames: list[list[float | str]]) -> list[str]:
     """
@@ -212,16 +227,62 @@ def _position_step_source(tree: _Tree, index: int, effector: _Effector,
     step of rows<index>'s rows by linalg's compiled damped solve, the same floats (s, unused,
     keeps the pose step's signature).
     """
-    lines, columns = _column_source(tree, effector, frames)
-    terms: list[list[list[str]]] = [[[], [], []] for _ in tree.lower]
-    for joint, _, column in columns:
-        for row, name in enumerate(column):
-            if name != '0.0':
-                terms[joint.coordinate][row].append(
-                    name if joint.multiplier == 1.0 else f'{joint.multiplier!r} * {name}')
-    entries = [[' + '.join(per_row[row]) or '0.0' for per_row in terms] for row in range(3)]
+    lines, entries = _position_entries(tree, effector, frames)
     return [f'def position_step{index}(frames, ex, ey, ez, s, residual, damping):'] + lines \
         + _damped_step_lines(entries, len(tree.lower))
+
+
+def _steered_step_source(tree: _Tree, index: int, effector: _Effector,
+                         frames: list[list[float | str]]) -> list[str]:
+    """
+    Return the source of steered_step<index>(frames, ex, ey, ez, q, residual, damping, steer).
+
+    The closing step of the rows' path where joints are near a limit (JointLimits.steering
+    then limited_step, on the tree's limits, which are the solver's: both the chain's):
+    each joint near a limit that the residual draws toward it is weighted, with `steer`
+    each joint near a limit is pushed toward mid-range, then the weighted damped step of
+    the aim (residual less the rows times the push) plus the push: the same floats, as
+    position_step<index>'s are the rows' solve's. Returns (step, whether it pushed), or
+    (None, True) for pushes of two joints or more (the rows' path sums those). Raises as
+    the damped solve does (_NOT_POSITIVE_DEFINITE).
+    """
+    lines, entries = _position_entries(tree, effector, frames)
+    names, unpacked = _entry_lines(entries)
+    n = len(tree.lower)
+    lines = [f'def steered_step{index}(frames, ex, ey, ez, q, residual, damping, steer):'] \
+        + lines + unpacked + ['    r0, r1, r2, = residual',
+                              f'    {", ".join(f"q{c}" for c in range(n))}, = q',
+                              '    weighted, pushed = [], []']
+    limits = JointLimits.of(tree.lower, tree.upper)
+    for c, (lo, hi, margin, inner_lo, inner_hi) in enumerate(zip(*limits)):
+        if inner_lo == -math.inf and inner_hi == math.inf:
+            continue    # never near a limit
+        column = [names[row][c] or '0.0' for row in range(3)]
+        kept = [name for name in column if name != '0.0']
+        lines += [f'    if not {inner_lo!r} <= q{c} <= {inner_hi!r}:',
+                  f'        low, high = q{c} - {lo!r}, {hi!r} - q{c}',
+                  '        room, sign = (low, -1.0) if low < high else (high, 1.0)',
+                  '        if steer:',
+                  f'            change = -sign * {LIMIT_PUSH!r} * ({margin!r} - room)',
+                  f'            pushed.append(({c}, change))',
+                  f'            t0, t1, t2 = {", ".join(f"{name} * change" for name in column)}',
+                  f'        if sign * (0.0 + {column[0]} * r0 + {column[1]} * r1 + '
+                  f'{column[2]} * r2) > 0.0:',
+                  f'            weight = max(room / {margin!r}, {LIMIT_WEIGHT_MIN!r}) '
+                  'if room else 0.0',
+                  f'            weighted.append(({c}, weight))']
+        if kept:
+            lines.append(f'            {", ".join(kept)} = '
+                         f'{", ".join(f"{name} * weight" for name in kept)}')
+    lines += ['    if pushed:',
+              '        if len(pushed) > 1:',
+              '            return None, True',
+              '        r0, r1, r2 = r0 - (0.0 + t0), r1 - (0.0 + t1), r2 - (0.0 + t2)']
+    solve = _solve_lines(names, n)
+    return lines + solve[:-1] + [solve[-1].replace('return', 'step =', 1),
+                                 '    for j, weight in weighted:', '        step[j] *= weight',
+                                 '    for j, change in pushed:', '        step[j] += change',
+                                 '    return step, pushed']
 
 
 def _damped_step_lines(entries: list[list[str]], width: int) -> list[str]:
@@ -231,21 +292,38 @@ def _damped_step_lines(entries: list[list[str]], width: int) -> list[str]:
     As linalg's _compiled_damped_solve, term by term, but for the products with a '0.0'
     entry (always 0: they add nothing to the sums they are in).
     """
-    size = range(len(entries))
+    names, lines = _entry_lines(entries)
+    lines.append(f'    {", ".join(f"r{i}" for i in range(len(entries)))}, = residual')
+    return lines + _solve_lines(names, width)
+
+
+def _entry_lines(entries: list[list[str]]) -> tuple[list[list[str | None]], list[str]]:
+    """Return J's entries' names (jI_C, None for '0.0') and the lines that set them."""
     names = [[None if entry == '0.0' else f'j{i}_{c}' for c, entry in enumerate(row)]
              for i, row in enumerate(entries)]
     lines = []
-    for i in size:
-        kept = [(name, entry) for name, entry in zip(names[i], entries[i]) if name]
+    for row_names, row in zip(names, entries):
+        kept = [(name, entry) for name, entry in zip(row_names, row) if name]
         if kept:
             lines.append(f'    {", ".join(name for name, _ in kept)}, = '
                          f'{", ".join(entry for _, entry in kept)},')
-    lines.append(f'    {", ".join(f"r{i}" for i in size)}, = residual')
+    return names, lines
+
+
+def _solve_lines(names: list[list[str | None]], width: int) -> list[str]:
+    """
+    Return the lines of _damped_step_lines from the entries (names) and rI on.
+
+    The Gram matrix's lower triangle, the Cholesky solve, and a last line that returns
+    the step.
+    """
+    size = range(len(names))
+    lines = []
     for i in size:
         for k in range(i + 1):
             gram = ' + '.join(f'{a} * {b}' for a, b in zip(names[i], names[k]) if a and b)
             lines.append(f'    a{i}_{k} = {gram or "0.0"}' + (' + damping' if i == k else ''))
-    lines += _cholesky_source(len(entries))
+    lines += _cholesky_source(len(names))
     step = ', '.join(' + '.join(f'{names[i][c]} * y{i}' for i in size if names[i][c]) or '0.0'
                      for c in range(width))
     return lines + [f'    return [{step}]']
@@ -301,7 +379,8 @@ _MOMENTS = ('W', 'V0', 'V1', 'V2', 'D0', 'D1', 'D2', 'S00', 'S01', 'S02', 'S10',
 
 def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float | str],
                 origin: list[float | str], fit: _Fit, sums: list[str] | None,
-                held: dict[str, tuple[str, int]]) -> list[str]:
+                held: dict[str, tuple[str, int]], old: _State | None = None,
+                twins: dict[int, int] | None = None) -> list[str]:
     """
     Return the source lines that set `fitted`, the joint's fitted angle or slide.
 
@@ -319,6 +398,46 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
     old and desired positions relative to the old and new origin are locals of their own,
     and so are the moments, so co-located joints (a two- or three-axis point, sharing
     origins and fit points) compute them once.
+    old: the state the points come from when it is always the same one (the neutral pose's,
+    see _Tree.sweep): what depends on it alone (g, a . (v - o)) is computed here, by the
+    lines' operations in their order, and written as constants.
+    twins: point -> the point it always sits on (an effector on its joint's origin). Where
+    the sweep's twin<point> says their desired points are the same floats (and no zero
+    whose sign could differ), a revolute joint adds the twin's terms again, not computing
+    them anew: the same floats.
+    """
+    frame = old.frames[joint] if old is not None else ()
+    lines = ['    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = '
+             + (f'{frame!r}' if old is not None else f'old_frames[{joint}]')]
+    lines += _moment_source(model, h, origin, sums, held) if sums else ['    num = den = 0.0']
+    listed = [(k, w) for first, stop, w in fit if stop - first < MOMENT_POINTS
+              for k in range(first, stop)]
+    order = {point: index for index, (point, _) in enumerate(listed)}
+    twins = {point: twin for point, twin in (twins or {}).items() if not model.prismatic
+             and order.get(twin, math.inf) < order.get(point, -1)}
+    kept = set(twins.values())
+    for point, weight in listed:
+        scale = '' if weight == 1.0 else f'{weight!r} * '
+        if point not in twins:
+            lines += _point_lines(point, weight, model, h, origin, held, frame, old,
+                                  point in kept)
+            continue
+        twin = twins[point]
+        lines += [f'    if twin{point}:', f'        num += {scale}tn{twin}',
+                  f'        den += {scale}td{twin}', '    else:'] + [
+            '    ' + line for line in _point_lines(point, weight, model, h, origin, {}, frame,
+                                                   old, False)]
+    return lines + _fitted_lines(model, current)
+
+
+def _point_lines(point: int, weight: float, model: _Joint, h: list[float | str],
+                 origin: list[float | str], held: dict[str, tuple[str, int]],
+                 frame: tuple[float, ...], old: _State | None, keep: bool) -> list[str]:
+    """
+    Return the lines that add one point's terms to num and den (see _fit_source).
+
+    held: as there (a fresh dict: the point's locals computed anew, not kept); keep: the
+    terms also go to locals tn<point>, td<point> (revolute) for its twin.
     """
     def dot(column: tuple[float | str, ...], names: tuple[str, str, str]) -> str:
         terms = [name if value == 1.0 else f'{value!r} * {name}' if isinstance(value, float)
@@ -329,31 +448,33 @@ def _fit_source(joint: int, model: _Joint, current: float | str, h: list[float |
         return name if value == 0.0 else f'{name} - {value!r}' if isinstance(value, float) \
             else f'{name} + {value[1:]}' if value.startswith('-') else f'{name} - {value}'
 
-    lines = [f'    a0, a1, a2, a3, a4, a5, a6, a7, a8, ox, oy, oz = old_frames[{joint}]']
-    lines += _moment_source(model, h, origin, sums, held) if sums else ['    num = den = 0.0']
-    for point, weight in ((k, w) for first, stop, w in fit if stop - first < MOMENT_POINTS
-                          for k in range(first, stop)):
-        scale = '' if weight == 1.0 else f'{weight!r} * '
-        x, y, z = f'x{point}', f'y{point}', f'z{point}'
-        dx, dy, dz = f'dx{point}', f'dy{point}', f'dz{point}'
-        relative = f'{x}, {y}, {z} = {x} - ox, {y} - oy, {z} - oz'
-        desired = f'{dx}, {dy}, {dz} = {", ".join(map(offset, (dx, dy, dz), origin))}'
-        if held.get(x) != (relative + desired, model.point):
-            held[x] = (relative + desired, model.point)
-            lines += [f'    {x}, {y}, {z} = old_points[{point}]',
-                      f'    {dx}, {dy}, {dz} = desired[{point}]',
-                      f'    {relative}', f'    {desired}']
-        if model.prismatic:
-            lines += [f'    num += {scale}({dot(h[2::3], (dx, dy, dz))} '
-                      f'- (a2 * {x} + a5 * {y} + a8 * {z}))',
-                      f'    den += {weight!r}']
-        else:
-            lines += [f'    gx, gy = a0 * {x} + a3 * {y} + a6 * {z}, '
-                      f'a1 * {x} + a4 * {y} + a7 * {z}',
-                      f'    ux, uy = {dot(h[0::3], (dx, dy, dz))}, {dot(h[1::3], (dx, dy, dz))}',
-                      f'    num += {scale}(gx * uy - gy * ux)',
-                      f'    den += {scale}(gx * ux + gy * uy)']
-    return lines + _fitted_lines(model, current)
+    scale = '' if weight == 1.0 else f'{weight!r} * '
+    x, y, z = f'x{point}', f'y{point}', f'z{point}'
+    dx, dy, dz = f'dx{point}', f'dy{point}', f'dz{point}'
+    relative = f'{x}, {y}, {z} = {x} - ox, {y} - oy, {z} - oz'
+    desired = f'{dx}, {dy}, {dz} = {", ".join(map(offset, (dx, dy, dz), origin))}'
+    lines = []
+    if held.get(x) != (relative + desired, model.point):
+        held[x] = (relative + desired, model.point)
+        lines += [f'    {x}, {y}, {z} = old_points[{point}]', f'    {relative}'] \
+            if old is None else []
+        lines += [f'    {dx}, {dy}, {dz} = desired[{point}]', f'    {desired}']
+    if old is not None:     # the lines' operations below, in their order
+        rx, ry, rz = (p - o for p, o in zip(old.points[point], frame[9:]))
+        x, y, z = (f'({a * rx + b * ry + c * rz!r})'
+                   for a, b, c in zip(frame[0:3], frame[3:6], frame[6:9]))
+    if model.prismatic:
+        return lines + [f'    num += {scale}({dot(h[2::3], (dx, dy, dz))} - '
+                        + (z if old is not None else f'(a2 * {x} + a5 * {y} + a8 * {z})') + ')',
+                        f'    den += {weight!r}']
+    lines += [f'    gx, gy = {x}, {y}' if old is not None else
+              f'    gx, gy = a0 * {x} + a3 * {y} + a6 * {z}, a1 * {x} + a4 * {y} + a7 * {z}',
+              f'    ux, uy = {dot(h[0::3], (dx, dy, dz))}, {dot(h[1::3], (dx, dy, dz))}']
+    if keep:
+        return lines + [f'    tn{point}, td{point} = gx * uy - gy * ux, gx * ux + gy * uy',
+                        f'    num += {scale}tn{point}', f'    den += {scale}td{point}']
+    return lines + [f'    num += {scale}(gx * uy - gy * ux)',
+                    f'    den += {scale}(gx * ux + gy * uy)']
 
 
 def _fitted_lines(model: _Joint, current: float | str) -> list[str]:

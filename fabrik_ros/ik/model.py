@@ -23,7 +23,6 @@ the tip-to-root pass is in passes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Sequence
 
 from fabrik_ros.chain import Chain
@@ -35,6 +34,8 @@ from .points import _Effector, _Fit, _Joint, _State
 from .rotations import _ORIGIN
 from .sweep import _compiled_sweep
 from .tuning import KEPT_WEIGHTS
+
+_new_tuple = tuple.__new__     # a _State from its fields without NamedTuple's Python __new__
 
 
 class _Tree:
@@ -77,13 +78,14 @@ class _Tree:
         effector_points = set(layout.effector_point)
         self.inner_points = [k for k in range(self.n_points - 1, 0, -1)
                              if k not in effector_points]
+        self.chain_links = _chain_links(self.inner_points, self.children, effector_points)
         self.ball_joints = _ball_joints(chain, layout.point_of_joint)
         self.whole_fit, self.next_fit, self.straight_fit = _fit_lists(
             self.joints, self.children, layout)
         # Plain FK, and per effector its Jacobian's rows and Hessian, and per tool of a tree
         # with marker points its orientation rows and its full pose's kernels (the six rows
-        # and the damped step), of a single effector its position rows' damped step (see
-        # _compiled_sweep).
+        # and the damped step), of a single effector its position rows' damped step, plain
+        # and steered off the limits (see _compiled_sweep).
         self._forward, self._rows, self._hessians, self.turns, self.pose_kernels, \
             self.position_steps = _compiled_sweep(self)
         # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).
@@ -95,11 +97,12 @@ class _Tree:
         # does not, and a mimic joint adds its column, times its multiplier, to its leader's.
         self.turning = [tuple((j, c, m) for j, c, m, prismatic in columns if not prismatic)
                         for columns in self.columns]
-        # Root-to-tip passes, compiled per fit list on first use: {ids of the fits: (fits,
-        # function)}; holding the fits keeps their ids unique.
-        self._fittings: dict[tuple[int, ...], tuple[list[_Fit], Callable]] = {}
+        # Root-to-tip passes, compiled per fit list on first use: {ids of the fits: [fits,
+        # function, its variant from the neutral state (compiled on first use, see sweep)]};
+        # holding the fits keeps their ids unique.
+        self._fittings: dict[tuple[int, ...], list] = {}
         # The last pass used and its fits list: the next pass with that list needs no key.
-        self._fitting: tuple[list[_Fit] | None, Callable | None] = (None, None)
+        self._fitting: list = [None, None, None]
         # Per point the weight below it, per (goal points, weights): see subtree_weights.
         self._subtree_weights: dict[tuple[tuple[int, ...], tuple[float, ...]], list[float]] = {}
         self.neutral = self.sweep(chain.neutral().tolist(), _ORIGIN)
@@ -126,6 +129,8 @@ class _Tree:
         were made from) and `fits` (per joint, see whole_fit), each deciding joint takes the
         in-limit angle (or slide) that best moves its fit points, rigid below it as in
         `old`, onto their desired points: FABRIK's root-to-tip pass. Mimic joints follow.
+        From the neutral state (a solve's first pass from the neutral seed) a variant with
+        that state's own terms computed once, as constants, does the same arithmetic less.
         """
         if desired is None:
             q, frames, points = self._forward(q, base)
@@ -134,10 +139,15 @@ class _Tree:
             if fitting[0] is not fits:  # else the same fits as the last pass: no key to make
                 key = tuple(map(id, fits))
                 if key not in self._fittings:
-                    self._fittings[key] = (fits, _compiled_sweep(self, fits)[0])
-                fitting = self._fitting = (fits, self._fittings[key][1])
-            q, frames, points = fitting[1](q, base, old.frames, old.points, desired)
-        return _State(q, base, frames, points)
+                    self._fittings[key] = [fits, _compiled_sweep(self, fits)[0], None]
+                fitting = self._fitting = self._fittings[key]
+            if old is self.neutral:     # a solve's first pass from the neutral seed
+                if fitting[2] is None:
+                    fitting[2] = _compiled_sweep(self, fits, old)[0]
+                q, frames, points = fitting[2](q, base, old.frames, old.points, desired)
+            else:
+                q, frames, points = fitting[1](q, base, old.frames, old.points, desired)
+        return _new_tuple(_State, (q, base, frames, points))
 
     def subtree_weights(self, goal_points: list[int], weights: list[float]) -> list[float]:
         """
@@ -210,3 +220,25 @@ class _Tree:
         hessian = mapping.T @ (pairs + np.tril(pairs, -1).T) @ mapping
         descent = mapping.T @ (columns @ (px, py, pz))
         return descent.tolist(), [row[:c + 1] for c, row in enumerate(hessian.tolist())]
+
+
+def _chain_links(inner_points: list[int], children: list[list[tuple[int, float | None]]],
+                 effector_points: set[int]) -> tuple[int, list[tuple[int, float]]] | None:
+    """
+    Return a chain's links for FABRIK's tip-to-root pass (see reach_back), or None.
+
+    A chain to one effector whose points' distances are fixed: the effector's point, and
+    per inner point, tip to root, it and its distance (metres) to its only child, the point
+    before; None for any other tree.
+    """
+    if len(effector_points) != 1:
+        return None
+    tip, = effector_points
+    child, links = tip, []
+    for point in inner_points:
+        if len(children[point]) != 1 or children[point][0][0] != child \
+                or children[point][0][1] is None:
+            return None
+        links.append((point, children[point][0][1]))
+        child = point
+    return tip, links

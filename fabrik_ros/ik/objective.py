@@ -29,6 +29,8 @@ from typing import NamedTuple, Sequence
 
 from .points import _State
 
+_new_tuple = tuple.__new__     # a _Score from its fields without NamedTuple's Python __new__
+
 
 class _Score(NamedTuple):
     """How well a state meets the goals."""
@@ -43,10 +45,23 @@ class _Score(NamedTuple):
 
 
 class _Objective:
-    """_Solve's scoring of states (reads its goals, weights, floors, groups, judged)."""
+    """
+    _Solve's scoring of states (reads its goals, weights, floors, groups, judged).
+
+    lone: one effector's (goal, point, weight) where it is all the pass scores (no
+    orientation, no floor), else None: measure then does score's arithmetic in one call.
+    """
+
+    __slots__ = ()
 
     def measure(self, state: _State) -> _Score:
         """Return how well the state meets the goals."""
+        if self.lone is not None:   # score's one-effector case, its floats to the bit
+            goal, point, weight = self.lone
+            distance = math.dist(goal, state.points[point])
+            objective = weight * (distance * distance)
+            return _new_tuple(_Score, (objective, distance, max(math.sqrt(objective), 1e-15),
+                                       [distance], distance, ()))
         points = state.points
         goals = self.goals
         distances = [math.dist(goals[0], points[self.goal_points[0]])] if len(goals) == 1 \

@@ -81,25 +81,10 @@ def reach_back(tree: _Tree, state: _State, goal_points: list[int],
         desired[point] = goal
     for point, position in stretch.items():
         desired[point] = position
-    for point in tree.inner_points:
-        children = tree.children[point]
-        if point in stretch or not weights[point]:    # nothing below it: it stays
-            continue
-        ax, ay, az = points[point]
-        sx = sy = sz = total = 0.0
-        for child, length in children:
-            cx, cy, cz = desired[child]
-            dx, dy, dz = ax - cx, ay - cy, az - cz
-            distance = math.sqrt(dx * dx + dy * dy + dz * dz)
-            if length is None:  # a prismatic joint: keep the length it has
-                length = math.dist(points[point], points[child])
-            weight = weights[child]
-            scale = weight * length / distance if distance > 0.0 else 0.0
-            sx += weight * cx + scale * dx
-            sy += weight * cy + scale * dy
-            sz += weight * cz + scale * dz
-            total += weight
-        desired[point] = (sx / total, sy / total, sz / total)
+    if tree.chain_links is not None and not stretch and weights[0] == 1.0:
+        _chain_back(tree.chain_links, points, desired)
+    else:
+        _weighted_back(tree, points, desired, stretch, weights)
     base = state.base
     if free_root:
         bx, by, bz = base
@@ -147,3 +132,49 @@ def _stretched_fits(tree: _Tree, fits: list[_Fit], stretch: dict[int, tuple[floa
     if whole_position:
         return fits, straight
     return straight, straight
+
+
+def _chain_back(links: tuple[int, list[tuple[int, float]]],
+                points: list[tuple[float, float, float]],
+                desired: list[tuple[float, float, float]]) -> None:
+    """
+    Set the desired points of a chain to one effector of weight 1 (_Tree.chain_links).
+
+    _weighted_back's arithmetic for one child of weight 1 a point, its floats to the bit
+    (1.0 * x and x / 1.0 are x; 0.0 + x as its sums start at 0.0); each point's proposal
+    is the next one's child's.
+    """
+    tip, chain = links
+    cx, cy, cz = desired[tip]
+    for point, length in chain:
+        ax, ay, az = points[point]
+        dx, dy, dz = ax - cx, ay - cy, az - cz
+        distance = math.sqrt(dx * dx + dy * dy + dz * dz)
+        scale = length / distance if distance > 0.0 else 0.0
+        cx, cy, cz = desired[point] = (0.0 + (cx + scale * dx), 0.0 + (cy + scale * dy),
+                                       0.0 + (cz + scale * dz))
+
+
+def _weighted_back(tree: _Tree, points: list[tuple[float, float, float]],
+                   desired: list[tuple[float, float, float]],
+                   stretch: dict[int, tuple[float, float, float]], weights: list[float]) -> None:
+    """Set the desired inner points, children first, each its branches' weighted centroid."""
+    for point in tree.inner_points:
+        children = tree.children[point]
+        if point in stretch or not weights[point]:    # nothing below it: it stays
+            continue
+        ax, ay, az = points[point]
+        sx = sy = sz = total = 0.0
+        for child, length in children:
+            cx, cy, cz = desired[child]
+            dx, dy, dz = ax - cx, ay - cy, az - cz
+            distance = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if length is None:  # a prismatic joint: keep the length it has
+                length = math.dist(points[point], points[child])
+            weight = weights[child]
+            scale = weight * length / distance if distance > 0.0 else 0.0
+            sx += weight * cx + scale * dx
+            sy += weight * cy + scale * dy
+            sz += weight * cz + scale * dz
+            total += weight
+        desired[point] = (sx / total, sy / total, sz / total)

@@ -24,19 +24,25 @@ composed, so angles and positions stay consistent with forward kinematics.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import chain
 import math
 from typing import TYPE_CHECKING
 
 from .kernels import (_fit_source, _hessian_source, _moment_sums, _pose_rows_source,
-                      _pose_step_source, _position_step_source, _rows_source, _turns_source)
+                      _pose_step_source, _position_step_source, _rows_source,
+                      _steered_step_source, _turns_source)
 from .limits import _fitted_slide, _limited_angle
-from .points import _Fit, _Joint
+from .points import _Fit, _Joint, _State
 from .rotations import _IDENTITY
-from .tuning import COMPILED_PAIRS, COMPILED_PRODUCTS
+from .tuning import COMPILED_PAIRS, COMPILED_PRODUCTS, MOMENT_POINTS, ON_AXIS
 from .writer import _source, _SweepWriter, _times
 
 if TYPE_CHECKING:
     from .model import _Tree
+
+# Two kernels of one effector: a full pose's rows and step, a position's step plain and
+# steered (None where there is none).
+_Pair = tuple[Callable | None, Callable | None]
 
 
 def _moved(writer: _SweepWriter, h: list[float | str], origin: list[float | str],
@@ -77,6 +83,7 @@ def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) 
         if not oriented and len(tree.effectors) == 1 and 6 * len(tree.lower) \
                 <= COMPILED_PRODUCTS:   # a single effector's lean steps, as linalg solves
             lines += _position_step_source(tree, index, effector, frames)
+            lines += _steered_step_source(tree, index, effector, frames)
         if oriented and index < tree.tools:
             lines += _turns_source(tree, index, effector, frames)
             lines += _pose_rows_source(tree, index, effector, frames)
@@ -85,10 +92,9 @@ def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) 
     return lines
 
 
-def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
+def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | None = None
                     ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable],
-                               list[Callable], list[Callable],
-                               list[tuple[Callable, Callable | None]], list[Callable | None]]:
+                               list[Callable], list[Callable], list[_Pair], list[_Pair]]:
     """
     Return the tree's sweep compiled to a function (see _SweepWriter and _Tree.sweep).
 
@@ -97,14 +103,16 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     and in trees with marker points (orientation solves) per tool its orientation rows
     (_turns_source) and its full pose's kernels: its six rows (_pose_rows_source) and its
     damped step (_pose_step_source, None where linalg solves that size with numpy), and
-    in a tree of one effector without them its position rows' damped step
-    (_position_step_source, else None); a fitting with none of them ([], [], [], [], []).
+    in a tree of one effector without them its position rows' damped step, plain and
+    steered ((_position_step_source, _steered_step_source), else (None, None)).
 
     Without fits: forward(q, base) -> (q, frames, points), plain FK; the frames are per
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
     fitting(q, base, old_frames, old_points, desired), where each deciding joint's angle
     (or slide) is first fitted to the desired points (FABRIK's root-to-tip pass): point by
-    point for short runs of fit points, from moment sums for long ones (_fit_source).
+    point for short runs of fit points, from moment sums for long ones (_fit_source), with
+    none of the kernels ([], [], [], [], []); old: the one state it is for, its own terms
+    constants (see _fit_source), or None for any.
     """
     n_q = len(tree.lower)
     fitting = fits is not None
@@ -112,7 +120,8 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
                           else 'def forward(q, base):')
     coordinates = [f'q{c}' for c in range(n_q)]
     writer.lines += [f'    [{", ".join(coordinates)}] = q', '    bx, by, bz = base']
-    moments = _moment_sums(fits, writer.lines) if fitting else {}
+    moments, twins, kept = _fitting_head(tree, fits, old, writer.lines) if fitting \
+        else ({}, {}, {})
     held: dict[str, tuple[str, int]] = {}   # see _fit_source
     base_frame: list[float | str] = [*_IDENTITY, 'bx', 'by', 'bz']
     frames: list[list[float | str]] = []
@@ -137,12 +146,8 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
              for r in range(3) for c in range(3)]
         angle = position(joint)
         if fitting and joint.decides:
-            writer.lines += _fit_source(j, joint, angle, h, origin, fits[j], moments.get(j),
-                                        held)
-            c, m, o = joint.coordinate, joint.multiplier, joint.shift
-            writer.lines.append(f'    q{c} = fitted' if m == 1.0 and o == 0.0 else
-                                f'    q{c} = min(max((fitted - {o!r}) / {m!r}, '
-                                f'lower[{c}]), upper[{c}])')
+            writer.lines += _decided(j, joint, angle, h, origin, fits[j], moments.get(j), held,
+                                     old, twins, kept.get(j))
             angle = position(joint)
         frame, origin = _moved(writer, h, origin, angle, joint.prismatic)
         frames.append(frame + origin)
@@ -155,24 +160,129 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None
     oriented = any(tree.markers)  # orientation solves take no Newton steps
     if not fitting:
         writer.lines += _kernel_lines(tree, frames, oriented)
-    namespace = {'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2, 'sqrt': math.sqrt,
-                 'remainder': math.remainder, 'inf': math.inf,
+    namespace = {'chain': chain, 'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2,
+                 'sqrt': math.sqrt, 'remainder': math.remainder, 'inf': math.inf,
                  'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,
                  'lower': tree.lower, 'upper': tree.upper}
-    name = f'<fabrik_ros {"fitting" if fitting else "forward"} sweep, {len(tree.joints)} joints>'
+    kind = 'forward' if not fitting else 'fitting' if old is None else 'neutral fitting'
+    name = f'<fabrik_ros {kind} sweep, {len(tree.joints)} joints>'
     exec(compile('\n'.join(writer.lines), name, 'exec'), namespace)
     if fitting:
         return namespace['fitting'], [], [], [], [], []
     return (namespace['forward'],) + _kernels(namespace, tree, oriented)
 
 
+def _decided(j: int, joint: _Joint, angle: float | str, h: list[float | str],
+             origin: list[float | str], fit: _Fit, sums: list[str] | None,
+             held: dict[str, tuple[str, int]], old: _State | None, twins: dict[int, int],
+             bound: float | None) -> list[str]:
+    """
+    Return the lines that fit a deciding joint (_fit_source) and set its coordinate.
+
+    bound: where the joint is kept (see _fitting_head), the fit runs only where `far`
+    exceeds it; the locals it computes are then not held for the joints after it.
+    """
+    lines = _fit_source(j, joint, angle, h, origin, fit, sums,
+                        held if bound is None else dict(held), old, twins)
+    if bound == math.inf:   # exactly on the axis
+        lines = [f'    fitted = {_source([angle])[1:-1]}']
+    elif bound is not None:
+        lines = [f'    if far <= {bound!r}:', f'        fitted = {_source([angle])[1:-1]}',
+                 '    else:'] + ['    ' + line for line in lines]
+    c, m, o = joint.coordinate, joint.multiplier, joint.shift
+    return lines + [f'    q{c} = fitted' if m == 1.0 and o == 0.0 else
+                    f'    q{c} = min(max((fitted - {o!r}) / {m!r}, lower[{c}]), upper[{c}])']
+
+
+def _fitting_head(tree: _Tree, fits: list[_Fit], old: _State | None, lines: list[str]
+                  ) -> tuple[dict[int, list[str]], dict[int, int], dict[int, float]]:
+    """
+    Append a fitting's lines before its joints'; return its moment sums, twins and kept joints.
+
+    The moment sums: see _moment_sums. The twins: point -> the point it sits on (an
+    effector on its joint's origin, the same old point in every state the sweeps make), and
+    per twin twin<point>: whether their desired points are the same floats, none of them 0
+    (whose sign could differ), for _fit_source. Kept: from `old` (none without it), the
+    joints whose fit keeps their angle while `far` (the largest coordinate of the desired
+    points plus the base's, metres) is at most a bound (see _kept_at); where every joint that
+    sums moments is kept, the sums are taken only when one of them may not be.
+    """
+    twins = {point: tree.joints[parent].point for parent, point, offset
+             in tree.effector_links if parent >= 0 and offset == (0.0, 0.0, 0.0)}
+    kept = _kept_at(tree, fits, old) if old is not None else {}
+    # Telling `far` costs about two points' fits: worth it only for more of them.
+    tested = [j for j, bound in kept.items() if bound < math.inf]
+    if sum(stop - first for j in tested for first, stop, _ in fits[j]) < _TESTED_POINTS:
+        kept = {j: bound for j, bound in kept.items() if bound == math.inf}
+    elif tested:
+        lines.append('    far = max(map(abs, chain(*desired))) + max(map(abs, base))')
+    summed = [j for j, fit in enumerate(fits) if any(b - a >= MOMENT_POINTS for a, b, _ in fit)]
+    sums: list[str] = []
+    moments = _moment_sums(fits, sums)
+    if sums and all(j in kept for j in summed):
+        least = min(kept[j] for j in summed)
+        sums = [f'    if far > {least!r}:'] + ['    ' + line for line in sums] \
+            if least < math.inf else []
+    lines += sums + [f'    twin{point} = desired[{point}] == desired[{twin}] and 0.0 not in '
+                     f'desired[{twin}]' for point, twin in twins.items()]
+    return moments, twins, kept
+
+
+# A bound of the rounding of differences of running moment sums, per metre of the summed
+# points' coordinates and of the desired points' (64 units of the last place).
+_SUMS_ROUNDING = 64.0 * 2.0 ** -52
+_TESTED_POINTS = 4     # fit points of the kept joints below which `far` is not told
+_ROOT3 = 1.0 + 3.0 ** 0.5    # |h . x| <= sqrt(3) |x|_inf for a unit h (and rounding: 1 more)
+
+
+def _kept_at(tree: _Tree, fits: list[_Fit], old: _State) -> dict[int, float]:
+    """
+    Return the revolute joints whose fit from `old` keeps their angle, and up to which `far`.
+
+    Fit points on or next to a joint's axis: its fit's num and den are at most K times the
+    largest coordinate of its desired points less its new origin (at most `far` plus the
+    offsets and slides above the joint), K from the floats the fit multiplies: per point
+    fitted point by point s w (|gx| + |gy|); per row r of the old frame, for the moment
+    sums, s (|a_r0| + |a_r1|) (sum w |v_r| + |o_r| sum w), which bound M's entries, and
+    their running sums' rounding (_SUMS_ROUNDING); s = 1 + sqrt(3) (_ROOT3) as H's
+    columns are unit vectors. Where both are at most 0.7 ON_AXIS (below ON_AXIS / sqrt(2),
+    rounding included), the fit keeps the angle: the same floats without computing them.
+    Joints with a bound of at least 0 m are kept (infinite: exactly on the axis).
+    """
+    kept, lever = {}, [0.0] * len(tree.joints)
+    for j, (joint, fit) in enumerate(zip(tree.joints, fits)):
+        above = lever[joint.parent] if joint.parent >= 0 else 0.0
+        slide = max(abs(joint.lower), abs(joint.upper)) if joint.prismatic else 0.0
+        lever[j] = above + math.hypot(*joint.offset) + slide
+        frame = old.frames[j]
+        rows = [_ROOT3 * (abs(frame[3 * r]) + abs(frame[3 * r + 1])) for r in range(3)]
+        k = 0.0
+        for first, stop, w in fit:
+            if stop - first >= MOMENT_POINTS:   # and the running sums' rounding
+                k += sum(rows) * _SUMS_ROUNDING * sum(map(abs, chain(*old.points)))
+            for point in range(first, stop):
+                v = old.points[point]
+                if stop - first >= MOMENT_POINTS:
+                    k += sum(row * w * (abs(v[r]) + abs(frame[9 + r]))
+                             for r, row in enumerate(rows))
+                    continue
+                rx, ry, rz = (p - o for p, o in zip(v, frame[9:]))
+                k += _ROOT3 * w * sum(abs(a * rx + b * ry + c * rz) for a, b, c in zip(
+                    frame[0:2], frame[3:5], frame[6:8]))
+        bound = 0.7 * ON_AXIS / k - lever[j] if k else math.inf
+        if bound >= 0.0 and joint.decides and not joint.prismatic:
+            kept[j] = bound
+    return kept
+
+
 def _kernels(namespace: dict, tree: _Tree, oriented: bool
-             ) -> tuple[list[Callable], list[Callable], list[Callable],
-                        list[tuple[Callable, Callable | None]], list[Callable | None]]:
+             ) -> tuple[list[Callable], list[Callable], list[Callable], list[_Pair],
+                        list[_Pair]]:
     """Return the compiled kernels beside plain FK, as _compiled_sweep returns them."""
     effectors, tools = range(len(tree.effectors)), range(tree.tools if oriented else 0)
     return [namespace[f'rows{index}'] for index in effectors], \
         [namespace.get(f'hessian{index}') for index in effectors], \
         [namespace[f'turns{index}'] for index in tools], \
         [(namespace[f'pose_rows{index}'], namespace.get(f'pose_step{index}'))
-         for index in tools], [namespace.get(f'position_step{index}') for index in effectors]
+         for index in tools], [(namespace.get(f'position_step{index}'),
+                                namespace.get(f'steered_step{index}')) for index in effectors]

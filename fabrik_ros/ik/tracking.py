@@ -177,7 +177,7 @@ class _Tracking:
         limits, q = self.limits, state.q
         s, kernel = 0.0, None
         if orientations is None:
-            kernel = tree.position_steps[0]
+            kernel = tree.position_steps[0][0]
         elif orientations.items[0][1] == 'full':
             s = orientations.scale
             (_, (vx, vy, vz), _), = orientations.errors(state)

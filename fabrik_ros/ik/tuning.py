@@ -37,7 +37,7 @@ DAMPING_FLOOR = 1e-12   # m^2: keeps J J^T + damping I invertible in floating po
 # docs/solver.md, Heuristics: Compiled straight-line code
 COMPILED_PRODUCTS = 600  # damped solves of at most this many products run as compiled code
 COMPILED_PAIRS = 600    # an effector's Hessian is compiled up to this many pairs of joints
-MOMENT_POINTS = 7       # a run of this many fit points or more is fitted from moment sums
+MOMENT_POINTS = 8       # a run of this many fit points or more is fitted from moment sums
 
 # docs/solver.md, Heuristics: Newton polish out of reach (damping as a multiple of the Hessian's
 # largest diagonal entry)
