@@ -34,6 +34,7 @@ pose found the clearest is returned, not reached.
 
 from __future__ import annotations
 
+from functools import cached_property
 import math
 from typing import Iterator, NamedTuple, Sequence, TYPE_CHECKING
 
@@ -47,7 +48,7 @@ from .branches import exact_solutions
 from .constrained import constrained_step
 from .result import IkResult
 from .rotations import _rotation_error
-from .search_task import Geometry, Task
+from .search_task import Geometry, goal_turns, Task
 
 if TYPE_CHECKING:   # the solver imports this module
     from .solver import IkSolver
@@ -271,10 +272,11 @@ class _Pose(NamedTuple):
 
     q: np.ndarray
     clearance: float
-    objective: float        # squared weighted residual
+    objective: float        # squared weighted residual (NaN: not needed, see _exact_branches)
     met: bool               # the goals within their tolerances
     world: np.ndarray       # its FK frames, kept for the result
     pair: int               # the closest pair (Collisions.pair_names)
+    measured: tuple | None = None   # _Search._measured(world) where already measured
 
 
 class _Search:
@@ -288,13 +290,18 @@ class _Search:
         self.problem = problem
         self.answer = answer
         self.geometry = collisions._geometry
-        self.task = Task(solver, self.geometry, problem)
+        self.turns = goal_turns(solver, problem.rotations or [None] * len(problem.targets))
         self.margin = collisions.margin
         self.model = collisions.model
         self.lower, self.upper = solver.chain.lower, solver.chain.upper
         self.steps = 0
         self.restarts = 0
         self.timed_out = answer.timed_out
+
+    @cached_property
+    def task(self) -> Task:
+        """Return the residual's terms, built when first needed (not for an exact answer)."""
+        return Task(self.solver, self.geometry, self.problem)
 
     def run(self, other_branches: bool) -> IkResult:
         """
@@ -305,7 +312,7 @@ class _Search:
         """
         found = []
         listed = other_branches and self._exact_branches(found)
-        if self.task.redundant and not self._done(found):   # room to move clear
+        if not self._done(found) and self.task.redundant:   # room to move clear
             found.append(self._close(self.answer.q, CLOSING_STEPS))
         if other_branches and not listed:
             self._other_branches(found)
@@ -340,7 +347,12 @@ class _Search:
             world = self.solver.chain.world_frames(q)
             nearest = self.collisions.nearest(world, self.margin)
             if nearest[0] >= self.margin:   # the smallest distance, no pair below the margin
-                found.append(self._evaluate(np.array(q), world=world, nearest=nearest)[0])
+                # met, it is the answer (found holds nothing else): no residual, no ranking
+                measured = self._measured(world)
+                met = self._met(*measured)
+                found.append(_Pose(np.array(q), nearest[0], math.nan, met, world, nearest[1],
+                                   measured) if met else
+                             self._evaluate(np.array(q), world=world, nearest=nearest)[0])
                 break
         return solutions[1]
 
@@ -440,15 +452,14 @@ class _Search:
             gradient[own] -= np.einsum('kc,kcd->kd', normal[own], other)
         return distances, gradient
 
-    def _result(self, pose: _Pose) -> IkResult:
-        """Return pose as the solve's IkResult, errors measured from its FK."""
-        answer = self.answer
-        tools = self.geometry.tool_frames(pose.world)
+    def _measured(self, world: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return the tool positions (m, 3) at world, their errors and angles (NaN: no goal)."""
+        tools = self.geometry.tool_frames(world)
         positions = tools[:, :3, 3]
         errors = np.array([math.dist(goal, position) if goal is not None else math.nan
                            for goal, position in zip(self.problem.targets, positions)])
         angles = np.full(len(positions), math.nan)
-        for row, mode, rotation, axis in self.task.turns:
+        for row, mode, rotation, axis in self.turns:
             reached = tools[row, :3, :3]
             if mode == 'axis':
                 cosine = float((reached @ axis) @ (rotation @ axis))
@@ -456,6 +467,20 @@ class _Search:
             else:
                 angles[row] = _rotation_error(reached.ravel().tolist(),
                                               rotation.ravel().tolist())[0]
+        return positions, errors, angles
+
+    def _met(self, positions: np.ndarray, errors: np.ndarray, angles: np.ndarray) -> bool:
+        """Return whether measured errors are within the tolerances (as Task.residual's met)."""
+        solver = self.solver
+        return all(error <= solver.tolerance for error, goal in
+                   zip(errors.tolist(), self.problem.targets) if goal is not None) and all(
+            angles[row] <= solver.orientation_tolerance
+            for row, mode, *_ in self.turns if mode != 'position')
+
+    def _result(self, pose: _Pose) -> IkResult:
+        """Return pose as the solve's IkResult, errors measured from its FK (once)."""
+        answer = self.answer
+        positions, errors, angles = pose.measured or self._measured(pose.world)
         clearance, names = pose.clearance, self.collisions.pair_names(pose.pair)
         error = max(error for error in errors.tolist() if error == error)   # NaN: no target
         reached = pose.met and clearance >= self.margin
@@ -468,8 +493,8 @@ class _Search:
             restarts=answer.restarts + self.restarts, initial_error=answer.initial_error,
             fabrik_error=answer.fabrik_error, history=answer.history, trace=answer.trace,
             timed_out=self.timed_out,
-            orientation_error=(max(float(angles[row]) for row, *_ in self.task.turns)
-                               if self.task.turns else math.nan),
+            orientation_error=(max(float(angles[row]) for row, *_ in self.turns)
+                               if self.turns else math.nan),
             orientation_errors=angles, clearance=clearance, closest_pair=names)
 
 
