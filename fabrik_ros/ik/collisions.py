@@ -193,12 +193,13 @@ class Collisions:
         """Return the check's rows of the model against the obstacles (nearest.CheckRows)."""
         return self.model.check_rows(self.scene)
 
-    def nearest(self, world: np.ndarray, floor: float = -math.inf) -> tuple[float, int]:
+    def nearest(self, world: np.ndarray, floor: float = -math.inf,
+                suspects: Sequence[int] = ()) -> tuple[float, int]:
         """Return the clearance at `world`, its pair (rows().pairs, -1: none); see nearest_pair."""
         rows = self.rows()
         if not rows.any:
             return math.inf, -1
-        distance, pair, _ = nearest_pair(rows, world, floor)
+        distance, pair, _ = nearest_pair(rows, world, floor, suspects=suspects)
         return distance, pair
 
     def pair_names(self, pair: int) -> tuple[str, str]:
@@ -229,7 +230,8 @@ class Collisions:
         if self._geometry is None:
             self._geometry = Geometry(self.chain, self.model)
         seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
-        return _Search(self, solver, problem._replace(seed=seed), answer).run(reached)
+        search = _Search(self, solver, problem._replace(seed=seed), answer)
+        return search.run(reached, pair)
 
 
 class CollisionSettings:
@@ -303,15 +305,16 @@ class _Search:
         """Return the residual's terms, built when first needed (not for an exact answer)."""
         return Task(self.solver, self.geometry, self.problem)
 
-    def run(self, other_branches: bool) -> IkResult:
+    def run(self, other_branches: bool, pair: int) -> IkResult:
         """
         Return the best pose: exact branches, a redundant chain's closing, other seeds' solves.
 
         other_branches: solve from the clear seeds (the answer reached its target, so other
-        branches may reach it too; an unreachable target only gets the closings).
+        branches may reach it too; an unreachable target only gets the closings). pair: one
+        of the answer's pairs closer than the margin (rows()').
         """
         found = []
-        listed = other_branches and self._exact_branches(found)
+        listed = other_branches and self._exact_branches(found, pair)
         if not self._done(found) and self.task.redundant:   # room to move clear
             found.append(self._close(self.answer.q, CLOSING_STEPS))
         if other_branches and not listed:
@@ -330,23 +333,31 @@ class _Search:
                          key=lambda pose: pose.clearance))
         return self._result(best)
 
-    def _exact_branches(self, found: list[_Pose]) -> bool:
-        """Add the first clear exact solution (see the module); False: not all listed."""
+    def _exact_branches(self, found: list[_Pose], pair: int) -> bool:
+        """
+        Add the first clear exact solution (see the module); False: not all listed.
+
+        A solution is first measured on the pairs closer than the margin at the answer (pair)
+        and at the solutions tried before: one of them closer there too rules it out
+        without the bounds.
+        """
         problem, limits = self.problem, self.solver.limits
         solutions = problem.rotations is not None and exact_solutions(
             getattr(self.solver._split, 'arm', None), problem.targets[0], problem.rotations[0],
             problem.seed.tolist(), limits.lower, limits.upper)
         if not solutions:
             return False
-        answer = self.answer.q.tolist()
+        answer, colliding = self.answer.q.tolist(), [pair]
         for q in solutions[0]:
             if self._late():
                 break
             if not any(abs(a - b) > 1e-9 for a, b in zip(q, answer)):
                 continue
             world = self.solver.chain.world_frames(q)
-            nearest = self.collisions.nearest(world, self.margin)
-            if nearest[0] >= self.margin:   # the smallest distance, no pair below the margin
+            nearest = self.collisions.nearest(world, self.margin, colliding)
+            if nearest[0] < self.margin:
+                colliding.append(nearest[1])
+            else:   # the smallest distance, no pair below the margin
                 # met, it is the answer (found holds nothing else): no residual, no ranking
                 measured = self._measured(world)
                 met = self._met(*measured)
