@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from math import sqrt
-from typing import TYPE_CHECKING
+from typing import Sequence, TYPE_CHECKING
 
 from fabrik_ros.collision.shapes import Cylinder, Scene
 import numpy as np
@@ -181,10 +181,14 @@ def bounds(rows: CheckRows, world: np.ndarray) -> tuple[np.ndarray, list]:
 
     Those: three lists (x, y, z) of the b starts, then the b directions, base frame.
     """
+    return placed_bounds(rows, placed_points(rows, world))
+
+
+def placed_points(rows: CheckRows, world: np.ndarray) -> np.ndarray:
+    """Return the points of rows.local in the base frame (4, k) at FK frames `world`."""
     # Every point of every frame in one product: (4, 4 f) frames side by side, each
     # column of `local` a homogeneous point (or direction) in its frame's four rows.
-    return placed_bounds(rows, world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(
-        rows.local))
+    return world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(rows.local)
 
 
 def placed_bounds(rows: CheckRows, placed: np.ndarray) -> tuple[np.ndarray, list]:
@@ -223,7 +227,8 @@ def pair_bodies(rows: CheckRows, pair: int) -> tuple[int, int]:
 
 
 def nearest_pair(rows: CheckRows, world: np.ndarray | None, floor: float = -_INF,
-                 placed: np.ndarray | None = None) -> tuple[float, int, list]:
+                 placed: np.ndarray | None = None, suspects: Sequence[int] = ()
+                 ) -> tuple[float, int, list]:
     """
     Return the smallest checked distance, its pair (rows.pairs) and the placed points.
 
@@ -232,10 +237,18 @@ def nearest_pair(rows: CheckRows, world: np.ndarray | None, floor: float = -_INF
     its distance returned (below floor, not necessarily the smallest: a caller that only
     needs to know whether the smallest is below floor, and the smallest where it is not).
     placed: the points of rows.local in the base frame (placed_bounds), where the caller
-    has them from frames of its own (world is then not read). Needs a pair to check
-    (rows.any).
+    has them from frames of its own (world is then not read). suspects: pairs measured
+    first, before any bound: the first closer than floor is returned as found (a caller's
+    guess where one is). Needs a pair to check (rows.any).
     """
-    flat, points = bounds(rows, world) if placed is None else placed_bounds(rows, placed)
+    placed = placed_points(rows, world) if placed is None else placed
+    if suspects:
+        points = placed[:3, rows.balls:].tolist()
+        for pair in suspects:
+            distance = exact(rows, points, pair)
+            if distance < floor:
+                return distance, pair, points
+    flat, points = placed_bounds(rows, placed)
     entry_pair = rows.entry_pair
     best_pair = entry_pair[int(flat.argmin())]
     best = exact(rows, points, best_pair)

@@ -34,6 +34,7 @@ pose found the clearest is returned, not reached.
 
 from __future__ import annotations
 
+from functools import cached_property
 import math
 from typing import Iterator, NamedTuple, Sequence, TYPE_CHECKING
 
@@ -47,7 +48,7 @@ from .branches import exact_solutions
 from .constrained import constrained_step
 from .result import IkResult
 from .rotations import _rotation_error
-from .search_task import Geometry, Task
+from .search_task import Geometry, goal_turns, Task
 
 if TYPE_CHECKING:   # the solver imports this module
     from .solver import IkSolver
@@ -192,12 +193,13 @@ class Collisions:
         """Return the check's rows of the model against the obstacles (nearest.CheckRows)."""
         return self.model.check_rows(self.scene)
 
-    def nearest(self, world: np.ndarray, floor: float = -math.inf) -> tuple[float, int]:
+    def nearest(self, world: np.ndarray, floor: float = -math.inf,
+                suspects: Sequence[int] = ()) -> tuple[float, int]:
         """Return the clearance at `world`, its pair (rows().pairs, -1: none); see nearest_pair."""
         rows = self.rows()
         if not rows.any:
             return math.inf, -1
-        distance, pair, _ = nearest_pair(rows, world, floor)
+        distance, pair, _ = nearest_pair(rows, world, floor, suspects=suspects)
         return distance, pair
 
     def pair_names(self, pair: int) -> tuple[str, str]:
@@ -228,7 +230,8 @@ class Collisions:
         if self._geometry is None:
             self._geometry = Geometry(self.chain, self.model)
         seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
-        return _Search(self, solver, problem._replace(seed=seed), answer).run(reached)
+        search = _Search(self, solver, problem._replace(seed=seed), answer)
+        return search.run(reached, pair)
 
 
 class CollisionSettings:
@@ -271,10 +274,11 @@ class _Pose(NamedTuple):
 
     q: np.ndarray
     clearance: float
-    objective: float        # squared weighted residual
+    objective: float        # squared weighted residual (NaN: not needed, see _exact_branches)
     met: bool               # the goals within their tolerances
     world: np.ndarray       # its FK frames, kept for the result
     pair: int               # the closest pair (Collisions.pair_names)
+    measured: tuple | None = None   # _Search._measured(world) where already measured
 
 
 class _Search:
@@ -288,7 +292,7 @@ class _Search:
         self.problem = problem
         self.answer = answer
         self.geometry = collisions._geometry
-        self.task = Task(solver, self.geometry, problem)
+        self.turns = goal_turns(solver, problem.rotations or [None] * len(problem.targets))
         self.margin = collisions.margin
         self.model = collisions.model
         self.lower, self.upper = solver.chain.lower, solver.chain.upper
@@ -296,16 +300,22 @@ class _Search:
         self.restarts = 0
         self.timed_out = answer.timed_out
 
-    def run(self, other_branches: bool) -> IkResult:
+    @cached_property
+    def task(self) -> Task:
+        """Return the residual's terms, built when first needed (not for an exact answer)."""
+        return Task(self.solver, self.geometry, self.problem)
+
+    def run(self, other_branches: bool, pair: int) -> IkResult:
         """
         Return the best pose: exact branches, a redundant chain's closing, other seeds' solves.
 
         other_branches: solve from the clear seeds (the answer reached its target, so other
-        branches may reach it too; an unreachable target only gets the closings).
+        branches may reach it too; an unreachable target only gets the closings). pair: one
+        of the answer's pairs closer than the margin (rows()').
         """
         found = []
-        listed = other_branches and self._exact_branches(found)
-        if self.task.redundant and not self._done(found):   # room to move clear
+        listed = other_branches and self._exact_branches(found, pair)
+        if not self._done(found) and self.task.redundant:   # room to move clear
             found.append(self._close(self.answer.q, CLOSING_STEPS))
         if other_branches and not listed:
             self._other_branches(found)
@@ -323,24 +333,37 @@ class _Search:
                          key=lambda pose: pose.clearance))
         return self._result(best)
 
-    def _exact_branches(self, found: list[_Pose]) -> bool:
-        """Add the first clear exact solution (see the module); False: not all listed."""
+    def _exact_branches(self, found: list[_Pose], pair: int) -> bool:
+        """
+        Add the first clear exact solution (see the module); False: not all listed.
+
+        A solution is first measured on the pairs closer than the margin at the answer (pair)
+        and at the solutions tried before: one of them closer there too rules it out
+        without the bounds.
+        """
         problem, limits = self.problem, self.solver.limits
         solutions = problem.rotations is not None and exact_solutions(
             getattr(self.solver._split, 'arm', None), problem.targets[0], problem.rotations[0],
             problem.seed.tolist(), limits.lower, limits.upper)
         if not solutions:
             return False
-        answer = self.answer.q.tolist()
+        answer, colliding = self.answer.q.tolist(), [pair]
         for q in solutions[0]:
             if self._late():
                 break
             if not any(abs(a - b) > 1e-9 for a, b in zip(q, answer)):
                 continue
             world = self.solver.chain.world_frames(q)
-            nearest = self.collisions.nearest(world, self.margin)
-            if nearest[0] >= self.margin:   # the smallest distance, no pair below the margin
-                found.append(self._evaluate(np.array(q), world=world, nearest=nearest)[0])
+            nearest = self.collisions.nearest(world, self.margin, colliding)
+            if nearest[0] < self.margin:
+                colliding.append(nearest[1])
+            else:   # the smallest distance, no pair below the margin
+                # met, it is the answer (found holds nothing else): no residual, no ranking
+                measured = self._measured(world)
+                met = self._met(*measured)
+                found.append(_Pose(np.array(q), nearest[0], math.nan, met, world, nearest[1],
+                                   measured) if met else
+                             self._evaluate(np.array(q), world=world, nearest=nearest)[0])
                 break
         return solutions[1]
 
@@ -440,15 +463,14 @@ class _Search:
             gradient[own] -= np.einsum('kc,kcd->kd', normal[own], other)
         return distances, gradient
 
-    def _result(self, pose: _Pose) -> IkResult:
-        """Return pose as the solve's IkResult, errors measured from its FK."""
-        answer = self.answer
-        tools = self.geometry.tool_frames(pose.world)
+    def _measured(self, world: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return the tool positions (m, 3) at world, their errors and angles (NaN: no goal)."""
+        tools = self.geometry.tool_frames(world)
         positions = tools[:, :3, 3]
         errors = np.array([math.dist(goal, position) if goal is not None else math.nan
                            for goal, position in zip(self.problem.targets, positions)])
         angles = np.full(len(positions), math.nan)
-        for row, mode, rotation, axis in self.task.turns:
+        for row, mode, rotation, axis in self.turns:
             reached = tools[row, :3, :3]
             if mode == 'axis':
                 cosine = float((reached @ axis) @ (rotation @ axis))
@@ -456,6 +478,20 @@ class _Search:
             else:
                 angles[row] = _rotation_error(reached.ravel().tolist(),
                                               rotation.ravel().tolist())[0]
+        return positions, errors, angles
+
+    def _met(self, positions: np.ndarray, errors: np.ndarray, angles: np.ndarray) -> bool:
+        """Return whether measured errors are within the tolerances (as Task.residual's met)."""
+        solver = self.solver
+        return all(error <= solver.tolerance for error, goal in
+                   zip(errors.tolist(), self.problem.targets) if goal is not None) and all(
+            angles[row] <= solver.orientation_tolerance
+            for row, mode, *_ in self.turns if mode != 'position')
+
+    def _result(self, pose: _Pose) -> IkResult:
+        """Return pose as the solve's IkResult, errors measured from its FK (once)."""
+        answer = self.answer
+        positions, errors, angles = pose.measured or self._measured(pose.world)
         clearance, names = pose.clearance, self.collisions.pair_names(pose.pair)
         error = max(error for error in errors.tolist() if error == error)   # NaN: no target
         reached = pose.met and clearance >= self.margin
@@ -468,8 +504,8 @@ class _Search:
             restarts=answer.restarts + self.restarts, initial_error=answer.initial_error,
             fabrik_error=answer.fabrik_error, history=answer.history, trace=answer.trace,
             timed_out=self.timed_out,
-            orientation_error=(max(float(angles[row]) for row, *_ in self.task.turns)
-                               if self.task.turns else math.nan),
+            orientation_error=(max(float(angles[row]) for row, *_ in self.turns)
+                               if self.turns else math.nan),
             orientation_errors=angles, clearance=clearance, closest_pair=names)
 
 

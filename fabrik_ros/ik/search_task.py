@@ -96,6 +96,14 @@ class Geometry:
         return world[self.tool_rows] @ self.tools
 
 
+def goal_turns(solver: IkSolver, rotations: list) -> list[tuple]:
+    """Return (row, mode, (3, 3) target rotation, (3,) tool axis) per effector with one."""
+    return [(row, mode, np.array(rotation).reshape(3, 3), np.asarray(axis, dtype=float))
+            for row, (rotation, mode, axis) in enumerate(
+                zip(rotations, solver.orientation_modes, solver.tool_axes))
+            if rotation is not None]
+
+
 class Task:
     """The target's weighted residual and its Jacobian, as the solver weighs them."""
 
@@ -118,11 +126,7 @@ class Task:
             {'full': 3, 'axis': 2}.get(mode, 0) for rotation, mode in zip(
                 problem.rotations or [], solver.orientation_modes) if rotation is not None)
         self.redundant = solver.chain.dof > rows
-        self.turns = [(row, mode, np.array(rotation).reshape(3, 3),
-                       np.asarray(axis, dtype=float))
-                      for row, (rotation, mode, axis) in enumerate(
-                          zip(rotations, solver.orientation_modes, solver.tool_axes))
-                      if rotation is not None]
+        self.turns = goal_turns(solver, rotations)
 
     def residual(self, world: np.ndarray, jacobian: bool
                  ) -> tuple[np.ndarray, np.ndarray | None, bool]:
