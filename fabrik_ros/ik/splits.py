@@ -242,25 +242,27 @@ class _Wrist(_Split):
             frees = (value for step in range(FREE_STEPS + 1)
                      for value in ((held + step * FREE_STEP, held - step * FREE_STEP)
                                    if step else (held,)) if low <= value <= high)
+        shoulder, wrist, above_zero = self.shoulder, self.wrist, self.above_zero
+        full, arm_seed, arm_lower, arm_upper = self.tool_axis is None, seed[:k], lower[:k], \
+            upper[:k]
         for free in frees:
             best, distance = None, math.inf
             # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
-            for moved, q in sorted((_squared(q, seed), q) for q in shoulder_angles(
-                    self.shoulder, centre, free, seed[:k], lower[:k], upper[:k])):
+            for moved, q in sorted([(_squared(q, seed), q) for q in shoulder_angles(
+                    shoulder, centre, free, arm_seed, arm_lower, arm_upper)]):
                 if moved >= distance:
                     break
                 # The wrist's turn in the frame of the joint above it (see pose_angles).
-                if self.tool_axis is None:
+                if full:
                     found = nearest_wrist_angles(
-                        self.wrist, _product(self.above_zero, turned_back(self.shoulder.arm, q,
-                                                                          aim)),
+                        wrist, _product(above_zero, turned_back(shoulder.arm, q, aim)),
                         wrist_seed, wrist_lower, wrist_upper, distance - moved)
                     if found is not None and moved + found[1] < distance:
                         best, distance = q + found[0], moved + found[1]
                     continue
                 angles = wrist_pointing(
-                    self.wrist, self.along, _apply(self.above_zero, turned_back_vector(
-                        self.shoulder.arm, q, aim)), wrist_seed, wrist_lower, wrist_upper)
+                    wrist, self.along, _apply(above_zero, turned_back_vector(
+                        shoulder.arm, q, aim)), wrist_seed, wrist_lower, wrist_upper)
                 if angles is not None:
                     moved += _squared(angles, wrist_seed)
                     if moved < distance:
@@ -330,4 +332,7 @@ class _OffsetElbow(_Split):
 
 def _squared(angles: Sequence[float], seed: Sequence[float]) -> float:
     """Return the squared distance (radians squared) of joint angles from the seed's."""
-    return sum((t - s) ** 2 for t, s in zip(angles, seed))
+    moved = 0.0     # summed in order, as sum() would (a loop: no generator per call)
+    for t, s in zip(angles, seed):
+        moved += (t - s) ** 2
+    return moved
