@@ -167,8 +167,9 @@ class TestShoulder:
                                 seed.tolist(), arm.lower.tolist(), arm.upper.tolist())
         # The pose drawn is one of the (up to four) solutions, each angle within a turn.
         assert any(np.allclose(np.remainder(np.array(angles) - q + math.pi, 2 * math.pi),
-                               math.pi, atol=1e-6) for angles in found)
-        for angles in found:
+                               math.pi, atol=1e-6) for _, angles in found)
+        for moved, angles in found:
+            assert moved == pytest.approx(float(np.sum((np.array(angles) - seed) ** 2)))
             assert_within_limits(arm, np.array(angles))
             np.testing.assert_allclose(arm.tip_position(np.array(angles)), centre, atol=1e-9)
 

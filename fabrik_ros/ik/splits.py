@@ -248,8 +248,8 @@ class _Wrist(_Split):
         for free in frees:
             best, distance = None, math.inf
             # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
-            for moved, q in sorted([(_squared(q, seed), q) for q in shoulder_angles(
-                    shoulder, centre, free, arm_seed, arm_lower, arm_upper)]):
+            for moved, q in sorted(shoulder_angles(shoulder, centre, free, arm_seed, arm_lower,
+                                                   arm_upper)):
                 if moved >= distance:
                     break
                 # The wrist's turn in the frame of the joint above it (see pose_angles).

@@ -246,13 +246,14 @@ def spherical_shoulder(arm: Chain, tolerance: float) -> Shoulder | None:
 
 def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None,
                     seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
-                    ) -> list[list[float]]:
+                    ) -> list[tuple[float, list[float]]]:
     """
     Return the arm's joint angles that put its tip at a point: up to four, within the limits.
 
     free: the redundant joint's angle (a three-joint shoulder), None for two. Each angle
     is turned by whole turns where that brings it inside the limits, nearest the seed;
-    solutions that no turn fits are left out.
+    solutions that no turn fits are left out. Each comes with its squared distance from
+    the seed (radians squared; summed joint by joint in order, as sum() would).
     """
     sx, sy, sz = shoulder.point
     dx, dy, dz = tip[0] - sx, tip[1] - sy, tip[2] - sz
@@ -264,11 +265,12 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     a, b, c = shoulder.sinusoid
     (ex, ey, ez), pair = shoulder.elbow[1], shoulder.pair
     # The angles every solution shares fitted once: the free one, each elbow root's.
-    fixed = []
+    fixed, held = [], None
     if free is not None:
         fixed.append(_within(free, seed[2], lower[2], upper[2]))
         if fixed[0] is None:
             return []
+        held = (fixed[0] - seed[2]) ** 2
     k = len(seed) - 1
     (s1, s2), (l1, l2), (u1, u2) = seed[:2], lower[:2], upper[:2]
     toward = _across(pair.first, toward)     # (split once for both roots' subproblem 2)
@@ -277,6 +279,7 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
         elbow = _within(te, seed[k], lower[k], upper[k])
         if elbow is None:
             continue
+        bent = (elbow - seed[k]) ** 2
         lx, ly, lz = _spun(shoulder.lever_spin, te)
         p = (ex + lx - sx, ey + ly - sy, ez + lz - sz)
         if free is not None:
@@ -286,7 +289,10 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
         for t1, t2 in _carry_across(pair, _across(pair.second, p), toward):
             f1, f2 = _within(t1, s1, l1, u1), _within(t2, s2, l2, u2)
             if f1 is not None and f2 is not None:
-                found.append([f1, f2, *fixed, elbow])
+                moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
+                if held is not None:
+                    moved += held
+                found.append((moved + bent, [f1, f2, *fixed, elbow]))
     return found
 
 
