@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from fabrik_ros.chain import Chain
 import numpy as np
 
-from .model import _Tree
+from .model import _new_tuple, _Tree
 from .offset_elbow import offset_elbow, OffsetElbow, swept_angles
 from .offset_wrist import offset_wrist, offset_wrist_angles, OffsetWrist
 from .orientations import _Orientations
@@ -106,10 +106,10 @@ class _Split:
         state = tree.sweep(q, _ORIGIN)
         objective = math.dist(goal, state.points[tree.effectors[0].point]) ** 2 \
             + orientations.squares(state)[0]
-        result = package(state, tree, targets, rotations, _Steps(
+        result = package(state, tree, targets, rotations, _new_tuple(_Steps, (
             *counts, initial, fabrik_error,
             [math.sqrt(distance * distance + turned), math.sqrt(objective)],
-            [np.array(start.q), np.array(state.q)] if trace else None, False), orientations)
+            [np.array(start.q), np.array(state.q)] if trace else None, False)), orientations)
         if result.reached:
             return result, None
         return None, self._spent(counts, deadline, trace)

@@ -27,6 +27,7 @@ import math
 from typing import NamedTuple, Sequence
 
 _TWO_PI = 2.0 * math.pi
+_new_tuple = tuple.__new__     # a Spin from its fields without NamedTuple's Python __new__
 _ROUNDING = 1e-9        # radians: a closed form's angle this far past a limit is on it
 
 
@@ -173,8 +174,8 @@ def spin(axis: Sequence[float], v: Sequence[float]) -> Spin:
     """Return the spin of v about a unit axis (the products as _turned makes them)."""
     ax, ay, az = axis
     x, y, z = v
-    return Spin((ax, ay, az), (x, y, z), ax * x + ay * y + az * z,
-                (ay * z - az * y, az * x - ax * z, ax * y - ay * x))
+    return _new_tuple(Spin, ((ax, ay, az), (x, y, z), ax * x + ay * y + az * z,
+                             (ay * z - az * y, az * x - ax * z, ax * y - ay * x)))
 
 
 def _spun(turning: Spin, angle: float) -> tuple[float, float, float]:
