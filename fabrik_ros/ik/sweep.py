@@ -207,6 +207,10 @@ def _fitting_head(tree: _Tree, fits: list[_Fit], old: _State | None, lines: list
     points plus the base's, metres) is at most a bound (see _kept_at); where every joint that
     sums moments is kept, the sums are taken only when one of them may not be.
     """
+    # Every point's old and desired coordinates, unpacked once (px<k>..., pdx<k>...).
+    for name, sequence in (('', 'old_points'), ('d', 'desired'))[old is not None:]:
+        names = (f'(p{name}x{k}, p{name}y{k}, p{name}z{k})' for k in range(tree.n_points))
+        lines.append(f'    {", ".join(names)}, = {sequence}')
     twins = {point: tree.joints[parent].point for parent, point, offset
              in tree.effector_links if parent >= 0 and offset == (0.0, 0.0, 0.0)}
     kept = _kept_at(tree, fits, old) if old is not None else {}
