@@ -440,7 +440,8 @@ def _point_lines(point: int, weight: float, model: _Joint, h: list[float | str],
     terms also go to locals tn<point>, td<point> (revolute) for its twin.
     """
     def dot(column: tuple[float | str, ...], names: tuple[str, str, str]) -> str:
-        terms = [name if value == 1.0 else f'{value!r} * {name}' if isinstance(value, float)
+        terms = [name if value == 1.0 else f'-{name}' if value == -1.0    # the same floats
+                 else f'{value!r} * {name}' if isinstance(value, float)
                  else f'{value} * {name}' for value, name in zip(column, names) if value != 0.0]
         return ' + '.join(terms) or '0.0'
 
@@ -451,14 +452,14 @@ def _point_lines(point: int, weight: float, model: _Joint, h: list[float | str],
     scale = '' if weight == 1.0 else f'{weight!r} * '
     x, y, z = f'x{point}', f'y{point}', f'z{point}'
     dx, dy, dz = f'dx{point}', f'dy{point}', f'dz{point}'
-    relative = f'{x}, {y}, {z} = {x} - ox, {y} - oy, {z} - oz'
-    desired = f'{dx}, {dy}, {dz} = {", ".join(map(offset, (dx, dy, dz), origin))}'
+    relative = f'{x}, {y}, {z} = p{x} - ox, p{y} - oy, p{z} - oz'
+    desired = f'{dx}, {dy}, {dz} = ' \
+        f'{", ".join(map(offset, (f"p{dx}", f"p{dy}", f"p{dz}"), origin))}'
     lines = []
     if held.get(x) != (relative + desired, model.point):
         held[x] = (relative + desired, model.point)
-        lines += [f'    {x}, {y}, {z} = old_points[{point}]', f'    {relative}'] \
-            if old is None else []
-        lines += [f'    {dx}, {dy}, {dz} = desired[{point}]', f'    {desired}']
+        lines += [f'    {relative}'] if old is None else []
+        lines += [f'    {desired}']
     if old is not None:     # the lines' operations below, in their order
         rx, ry, rz = (p - o for p, o in zip(old.points[point], frame[9:]))
         x, y, z = (f'({a * rx + b * ry + c * rz!r})'

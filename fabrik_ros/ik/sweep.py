@@ -33,7 +33,7 @@ from .kernels import (_fit_source, _hessian_source, _moment_sums, _pose_rows_sou
                       _steered_step_source, _turns_source)
 from .limits import _fitted_slide, _limited_angle
 from .points import _Fit, _Joint, _State
-from .rotations import _IDENTITY
+from .rotations import _IDENTITY, _TWO_PI
 from .tuning import COMPILED_PAIRS, COMPILED_PRODUCTS, MOMENT_POINTS, ON_AXIS
 from .writer import _source, _SweepWriter, _times
 
@@ -147,7 +147,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
         angle = position(joint)
         if fitting and joint.decides:
             writer.lines += _decided(j, joint, angle, h, origin, fits[j], moments.get(j), held,
-                                     old, twins, kept.get(j))
+                                     old, twins, kept.get(j), _turned(tree, j, fits[j], old))
             angle = position(joint)
         frame, origin = _moved(writer, h, origin, angle, joint.prismatic)
         frames.append(frame + origin)
@@ -175,23 +175,60 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
 def _decided(j: int, joint: _Joint, angle: float | str, h: list[float | str],
              origin: list[float | str], fit: _Fit, sums: list[str] | None,
              held: dict[str, tuple[str, int]], old: _State | None, twins: dict[int, int],
-             bound: float | None) -> list[str]:
+             bound: float | None, turned: _State | None = None) -> list[str]:
     """
     Return the lines that fit a deciding joint (_fit_source) and set its coordinate.
 
     bound: where the joint is kept (see _fitting_head), the fit runs only where `far`
     exceeds it; the locals it computes are then not held for the joints after it.
+    turned: for a kept joint, the state whose points stand for its child's bending
+    direction (see _turned): the joint is fitted to them instead, modulo a half turn.
     """
     lines = _fit_source(j, joint, angle, h, origin, fit, sums,
                         held if bound is None else dict(held), old, twins)
+    keep = [f'    fitted = {_source([angle])[1:-1]}']
+    if turned is not None and bound is not None:   # `inside`: see _fitting_head
+        keep = ['    if inside:'] + ['    ' + line.replace(f', {_TWO_PI!r})', f', {math.pi!r})')
+                                     for line in _fit_source(j, joint, angle, h, origin, fit,
+                                                             None, dict(held), turned)] \
+            + ['    else:', '    ' + keep[0]]
     if bound == math.inf:   # exactly on the axis
-        lines = [f'    fitted = {_source([angle])[1:-1]}']
+        lines = keep
     elif bound is not None:
-        lines = [f'    if far <= {bound!r}:', f'        fitted = {_source([angle])[1:-1]}',
-                 '    else:'] + ['    ' + line for line in lines]
+        lines = [f'    if far <= {bound!r}:'] + ['    ' + line for line in keep] \
+            + ['    else:'] + ['    ' + line for line in lines]
     c, m, o = joint.coordinate, joint.multiplier, joint.shift
     return lines + [f'    q{c} = fitted' if m == 1.0 and o == 0.0 else
                     f'    q{c} = min(max((fitted - {o!r}) / {m!r}, lower[{c}]), upper[{c}])']
+
+
+def _turned(tree: _Tree, j: int, fit: _Fit, old: _State | None) -> _State | None:
+    """
+    Return `old` with every point moved to the joint's origin plus its child's bending direction.
+
+    From a straight pose (the neutral seed) a root joint whose fit points lie on its axis
+    cannot be fitted (the fit says nothing), nor can its child bend the chain out of the
+    plane it starts in, and the first pass ends far off (a second one needed). Turned to
+    carry its child's bending direction (child axis x its axis) toward the desired points
+    (either way: modulo a half turn), the child bends toward the target in the first pass.
+    None: no `old`, not the root joint, more than one effector, no revolute child off its
+    axis, or runs long enough for moment sums.
+    """
+    joint = tree.joints[j]
+    child = next((k for k, other in enumerate(tree.joints) if other.parent == j), None)
+    if old is None or child is None or len(tree.effectors) > 1 or joint.parent >= 0 \
+            or joint.prismatic \
+            or tree.joints[child].prismatic \
+            or any(stop - first >= MOMENT_POINTS for first, stop, _ in fit):
+        return None
+    frame, below = old.frames[j], old.frames[child]
+    ax, ay, az = frame[2], frame[5], frame[8]
+    cx, cy, cz = below[2], below[5], below[8]
+    bend = (cy * az - cz * ay, cz * ax - cx * az, cx * ay - cy * ax)
+    if math.hypot(*bend) < 0.5:
+        return None
+    point = tuple(o + b for o, b in zip(frame[9:], bend))
+    return old._replace(points=[point] * len(old.points))
 
 
 def _fitting_head(tree: _Tree, fits: list[_Fit], old: _State | None, lines: list[str]
@@ -207,6 +244,10 @@ def _fitting_head(tree: _Tree, fits: list[_Fit], old: _State | None, lines: list
     points plus the base's, metres) is at most a bound (see _kept_at); where every joint that
     sums moments is kept, the sums are taken only when one of them may not be.
     """
+    # Every point's old and desired coordinates, unpacked once (px<k>..., pdx<k>...).
+    for name, sequence in (('', 'old_points'), ('d', 'desired'))[old is not None:]:
+        names = (f'(p{name}x{k}, p{name}y{k}, p{name}z{k})' for k in range(tree.n_points))
+        lines.append(f'    {", ".join(names)}, = {sequence}')
     twins = {point: tree.joints[parent].point for parent, point, offset
              in tree.effector_links if parent >= 0 and offset == (0.0, 0.0, 0.0)}
     kept = _kept_at(tree, fits, old) if old is not None else {}
@@ -216,6 +257,12 @@ def _fitting_head(tree: _Tree, fits: list[_Fit], old: _State | None, lines: list
         kept = {j: bound for j, bound in kept.items() if bound == math.inf}
     elif tested:
         lines.append('    far = max(map(abs, chain(*desired))) + max(map(abs, base))')
+    if any(_turned(tree, j, fits[j], old) for j in kept):
+        # A target within reach (not laid on FABRIK's straight line out of reach, whose
+        # effector point it puts at the reach): the kept joints turn (see _turned).
+        (effector,) = tree.effectors
+        lines.append(f'    inside = {_distance_source(effector.point, effector.anchor)} < '
+                     f'{(effector.reach * (1.0 - 1e-9)) ** 2!r}')
     summed = [j for j, fit in enumerate(fits) if any(b - a >= MOMENT_POINTS for a, b, _ in fit)]
     sums: list[str] = []
     moments = _moment_sums(fits, sums)
@@ -226,6 +273,12 @@ def _fitting_head(tree: _Tree, fits: list[_Fit], old: _State | None, lines: list
     lines += sums + [f'    twin{point} = desired[{point}] == desired[{twin}] and 0.0 not in '
                      f'desired[{twin}]' for point, twin in twins.items()]
     return moments, twins, kept
+
+
+def _distance_source(point: int, other: int) -> str:
+    """Return the source of the squared distance of two desired points (metres squared)."""
+    return ' + '.join(f'(pd{c}{point} - pd{c}{other}) * (pd{c}{point} - pd{c}{other})'
+                      for c in 'xyz')
 
 
 # A bound of the rounding of differences of running moment sums, per metre of the summed
