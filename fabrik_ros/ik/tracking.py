@@ -36,7 +36,8 @@ from .result import _Steps, IkResult
 from .rotations import _ORIGIN
 from .tuning import (DAMPING_FLOOR, DAMPING_MAX, DAMPING_MIN, DAMPING_START, EXPLORE_STALL,
                      MOMENTUM, MOMENTUM_MOST, POSE_DAMPING_FLOOR, POSE_STALL,
-                     REDUNDANT_MOMENTUM, STALL, STALL_RELATIVE, TRACK_STEPS)
+                     REDUNDANT_MOMENTUM, REDUNDANT_MOVE_LEAST, STALL, STALL_RELATIVE,
+                     TRACK_STEPS)
 
 
 class _Tracking:
@@ -64,19 +65,21 @@ class _Tracking:
 
         A seed that is the last answer of a fast-tracked move (_note_move) starts MOMENTUM
         (REDUNDANT_MOMENTUM with more than six joints) of that move further on, clipped
-        into the limits: a target streamed from a moving
-        arm lies about as far on again, and a start near it needs one closing step where
-        the seed needs two. None for any other seed, after a move of some joint by more than
+        into the limits: a target streamed from a moving arm lies about as far on again,
+        and a start near it needs one closing step where the seed needs two. None for any other seed, after a move of some joint by more than
         MOMENTUM_MOST (near a singularity joints swing: carried on, a swing could cross into
-        another branch), or where the lean path from there gives up: the solve then goes on
-        from the seed exactly as without a start ahead.
+        another branch), with redundancy after no joint's move above REDUNDANT_MOVE_LEAST (a
+        slow move closes in one step from the seed: the start's forward kinematics would be
+        spent for nothing), or where the lean path from there gives up: the solve then goes
+        on from the seed exactly as without a start ahead.
         """
         move = self._move
         if move is None or move[0] is not tree or seeded is not self._last[1] \
                 or move[2] != seeded.q:
             return None
         moved = list(map(sub, seeded.q, move[1]))
-        if max(map(abs, moved)) > MOMENTUM_MOST:
+        most = max(map(abs, moved))
+        if most > MOMENTUM_MOST or len(moved) > 6 and most < REDUNDANT_MOVE_LEAST:
             return None
         limits = self.limits
         share = MOMENTUM if len(moved) <= 6 else REDUNDANT_MOMENTUM
