@@ -66,9 +66,10 @@ class _Tracking:
         A seed that is the last answer of a fast-tracked move (_note_move) starts MOMENTUM
         (REDUNDANT_MOMENTUM with more than six joints) of that move further on, clipped
         into the limits: a target streamed from a moving arm lies about as far on again,
-        and a start near it needs one closing step where the seed needs two. None for any other seed, after a move of some joint by more than
-        MOMENTUM_MOST (near a singularity joints swing: carried on, a swing could cross into
-        another branch), with redundancy after no joint's move above REDUNDANT_MOVE_LEAST (a
+        and a start near it needs one closing step where the seed needs two. None for any
+        other seed, after a move of some joint by more than MOMENTUM_MOST (near a
+        singularity joints swing: carried on, a swing could cross into another branch),
+        with redundancy after no joint's move above REDUNDANT_MOVE_LEAST (a
         slow move closes in one step from the seed: the start's forward kinematics would be
         spent for nothing), or where the lean path from there gives up: the solve then goes
         on from the seed exactly as without a start ahead.
