@@ -28,7 +28,7 @@ import math
 from fabrik_ros.chain import quaternion_from_rotation
 from fabrik_ros.ik import IkResult, IkSolver
 from fabrik_ros.ik import solver as solver_module, tracking as tracking_module
-from fabrik_ros.ik.tuning import MOMENTUM, TRACK_STEPS
+from fabrik_ros.ik.tuning import MOMENTUM, REDUNDANT_MOMENTUM, TRACK_STEPS
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
@@ -208,12 +208,30 @@ def assert_tracks_from_its_seeds(chain, seed: np.ndarray, goal: np.ndarray,
         q = result.q
 
 
+def answers_from_ahead(chain, result: IkResult, target: np.ndarray, options: dict,
+                       q: np.ndarray, before: np.ndarray, share: float) -> bool:
+    """
+    Assert a tracked result is a fresh solve's from q or from share of the move on from q.
+
+    Return whether it is the answer from ahead (and not the one from q).
+    """
+    reference = IkSolver(chain)
+    start = np.clip(q + share * (q - before), chain.lower, chain.upper)
+    from_start = reference.solve(target, start, trace=True, **options)
+    from_seed = reference.solve(target, q, trace=True, **options)
+    if np.array_equal(result.q, from_start.q) and not np.array_equal(result.q, from_seed.q):
+        assert_same_answer(result, from_start)
+        return True
+    assert_same_answer(result, from_seed)
+    return False
+
+
 class TestStartsAheadOnAFastTrack:
     """A full pose seeded with the answer of a fast-tracked move starts that far on again."""
 
     def test_each_solve_starts_ahead_of_its_seed_by_a_share_of_the_last_move(self):
         arm = demo_arm()
-        solver, reference = IkSolver(arm), IkSolver(arm)
+        solver = IkSolver(arm)
         path = fast_path(arm)
         q = before = path[0]
         ahead = 0
@@ -222,15 +240,7 @@ class TestStartsAheadOnAFastTrack:
             result = solver.solve(target, q, **options)
             assert result.reached
             assert np.abs(result.q - q).max() < 0.3     # the seed's branch: no flip
-            start = np.clip(q + MOMENTUM * (q - before), arm.lower, arm.upper)
-            from_start = reference.solve(target, start, trace=True, **options)
-            from_seed = reference.solve(target, q, trace=True, **options)
-            if np.array_equal(result.q, from_start.q) and \
-                    not np.array_equal(result.q, from_seed.q):
-                ahead += 1
-                assert_same_answer(result, from_start)
-            else:
-                assert_same_answer(result, from_seed)
+            ahead += answers_from_ahead(arm, result, target, options, q, before, MOMENTUM)
             before, q = q, result.q
         assert ahead >= len(path) - 4   # all but the first moves
 
@@ -241,9 +251,18 @@ class TestStartsAheadOnAFastTrack:
 
     @settings(max_examples=25, deadline=None)
     @given(tracking_problems(min_joints=7))
-    def test_a_full_pose_with_redundancy_starts_at_its_seed(self, problem):
-        # A move's share along the self-motion would carry on from move to move.
-        assert_tracks_from_its_seeds(*problem, oriented=True)
+    def test_a_full_pose_with_redundancy_starts_ahead_by_a_smaller_share(self, problem):
+        # A move's share along the self-motion carries on from move to move: a smaller one.
+        chain, seed, goal = problem
+        solver = IkSolver(chain)
+        q = before = seed
+        for k in range(1, 5):
+            pose = np.clip(seed + k * (goal - seed), chain.lower, chain.upper)
+            target, options = chain.tip_position(pose), orientation_of(chain, pose)
+            result = solver.solve(target, q, **options)
+            assert_within_limits(chain, result.q)
+            answers_from_ahead(chain, result, target, options, q, before, REDUNDANT_MOMENTUM)
+            before, q = q, result.q
 
     def test_after_a_move_larger_than_the_most_a_solve_starts_at_its_seed(self, monkeypatch):
         # (Every move of the swing is larger than a bound of 1 mrad.)

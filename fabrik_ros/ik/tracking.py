@@ -35,8 +35,9 @@ from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _ORIGIN
 from .tuning import (DAMPING_FLOOR, DAMPING_MAX, DAMPING_MIN, DAMPING_START, EXPLORE_STALL,
-                     MOMENTUM, MOMENTUM_MOST, POSE_DAMPING_FLOOR, POSE_STALL, STALL,
-                     STALL_RELATIVE, TRACK_STEPS)
+                     MOMENTUM, MOMENTUM_MOST, POSE_DAMPING_FLOOR, POSE_STALL,
+                     REDUNDANT_MOMENTUM, REDUNDANT_MOVE_LEAST, STALL, STALL_RELATIVE,
+                     TRACK_STEPS)
 
 
 class _Tracking:
@@ -63,22 +64,27 @@ class _Tracking:
         Return the lean path's answer from a start ahead of the seed on a fast track, or None.
 
         A seed that is the last answer of a fast-tracked move (_note_move) starts MOMENTUM
-        of that move further on, clipped into the limits: a target streamed from a moving
-        arm lies about as far on again, and a start near it needs one closing step where
-        the seed needs two. None for any other seed, after a move of some joint by more than
-        MOMENTUM_MOST (near a singularity joints swing: carried on, a swing could cross into
-        another branch), or where the lean path from there gives up: the solve then goes on
-        from the seed exactly as without a start ahead.
+        (REDUNDANT_MOMENTUM with more than six joints) of that move further on, clipped
+        into the limits: a target streamed from a moving arm lies about as far on again,
+        and a start near it needs one closing step where the seed needs two. None for any
+        other seed, after a move of some joint by more than MOMENTUM_MOST (near a
+        singularity joints swing: carried on, a swing could cross into another branch),
+        with redundancy after no joint's move above REDUNDANT_MOVE_LEAST (a
+        slow move closes in one step from the seed: the start's forward kinematics would be
+        spent for nothing), or where the lean path from there gives up: the solve then goes
+        on from the seed exactly as without a start ahead.
         """
         move = self._move
         if move is None or move[0] is not tree or seeded is not self._last[1] \
                 or move[2] != seeded.q:
             return None
         moved = list(map(sub, seeded.q, move[1]))
-        if max(map(abs, moved)) > MOMENTUM_MOST:
+        most = max(map(abs, moved))
+        if most > MOMENTUM_MOST or len(moved) > 6 and most < REDUNDANT_MOVE_LEAST:
             return None
         limits = self.limits
-        start = tree.sweep([min(max(q + MOMENTUM * change, lo), hi) for q, change, lo, hi
+        share = MOMENTUM if len(moved) <= 6 else REDUNDANT_MOMENTUM
+        start = tree.sweep([min(max(q + share * change, lo), hi) for q, change, lo, hi
                             in zip(seeded.q, moved, limits.lower, limits.upper)], _ORIGIN)
         tracked = self._track(tree, start, targets, rotations, orientations, deadline)
         if tracked is not None:
@@ -90,15 +96,17 @@ class _Tracking:
         """
         Keep the lean path's move from the seed if it was fast tracking, else forget it.
 
-        Fast tracking: a full pose without redundancy (six joints or fewer) answered by two
-        or more closing steps (one closes a slow move): the next solve seeded with this
-        answer tries a start ahead of it first (_tracked_ahead). Its answers are isolated,
-        so the start ahead is nearer the one the seed leads to. Not with redundancy: the
-        move's share along the self-motion would carry on from move to move, and the arm
-        drift along it away from where the minimum-norm closing steps from the seed keep it
-        (toward limits, into flips).
+        Fast tracking: a full pose answered by two or more closing steps (one closes a slow
+        move): the next solve seeded with this answer tries a start ahead of it first
+        (_tracked_ahead). Without redundancy (six joints or fewer) its answers are isolated,
+        so the start ahead is nearer the one the seed leads to. With redundancy the move's
+        share along the self-motion carries on from move to move (a geometric sum: 1 / (1 -
+        share) of it), and the arm drifts along it away from where the minimum-norm closing
+        steps from the seed keep it: at MOMENTUM the iiwa's drift ran into unreached targets
+        and larger joint moves, at the smaller REDUNDANT_MOMENTUM it keeps off them, and
+        most solves still close in one step.
         """
-        fast = tracked is not None and tracked.closing_steps >= 2 and len(seeded.q) <= 6 \
+        fast = tracked is not None and tracked.closing_steps >= 2 \
             and orientations is not None and orientations.items[0][1] == 'full'
         self._move = (tree, seeded.q, self._last[1].q) if fast else None
 
