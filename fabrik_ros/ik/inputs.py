@@ -25,7 +25,8 @@ import numpy as np
 from .model import _Tree
 from .points import _fit_without, _State
 from .rotations import _ORIGIN
-from .validation import _finite_point, _is_mapping, _point, _unit_rotation, quaternion_rotation
+from .validation import _finite_point, _is_mapping, _point, _unit_rotation, FLOAT64, \
+    quaternion_rotation
 
 
 class _Inputs:
@@ -68,6 +69,9 @@ class _Inputs:
                       ) -> list[tuple[float, ...] | None]:
         """Return per effector its target rotation (9-tuple) or None; ValueError if bad."""
         m = len(targets)
+        if m == 1 and type(orientation) is np.ndarray and orientation.dtype is FLOAT64 \
+                and orientation.shape == (4,):     # the common case, without the detours
+            return [_unit_rotation(orientation.tolist(), 'orientation')]
         names = self.chain.effector_names
         rotations: list[tuple[float, ...] | None] = [None] * m
         if _is_mapping(orientation):
@@ -138,6 +142,9 @@ class _Inputs:
     def _targets(self, target: object) -> list[tuple[float, float, float] | None]:
         """Return per effector its target (metres) or None; ValueError on bad input."""
         m = len(self._tree.effectors)
+        if m == 1 and type(target) is np.ndarray and target.dtype is FLOAT64 \
+                and target.shape == (3,):      # the common case, without the detours
+            return [_finite_point(target.tolist(), 'target')]
         names = self.chain.effector_names
         rows: list[tuple[float, float, float] | None] = [None] * m
         if _is_mapping(target):

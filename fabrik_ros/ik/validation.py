@@ -68,6 +68,9 @@ def _unit_rotation(values: list[float], what: str) -> tuple[float, ...]:
             2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y))
 
 
+FLOAT64 = np.dtype(float)   # an array of it is used as it is (asarray's dtype=float: a no-op)
+
+
 def _is_mapping(value: object) -> bool:
     """Return whether value is a mapping; arrays, lists and tuples skip the slower ABC check."""
     return not isinstance(value, (np.ndarray, list, tuple)) and isinstance(value, Mapping)
@@ -110,12 +113,13 @@ def _point(value: object, what: str) -> tuple[float, float, float]:
 def _finite_point(values: list[float], what: str) -> tuple[float, float, float]:
     """Return three floats (metres) as a point, or raise ValueError if one is unusable."""
     x, y, z = values
+    if abs(x) <= MAX_COORDINATE_M and abs(y) <= MAX_COORDINATE_M \
+            and abs(z) <= MAX_COORDINATE_M:     # (False for NaN: one test for both checks)
+        return x, y, z
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         raise ValueError(f'{what} is not finite: {values}')
-    if max(abs(x), abs(y), abs(z)) > MAX_COORDINATE_M:
-        raise ValueError(f'{what} is farther than {MAX_COORDINATE_M:g} m from the base: '
-                         f'{values}')
-    return x, y, z
+    raise ValueError(f'{what} is farther than {MAX_COORDINATE_M:g} m from the base: '
+                     f'{values}')
 
 
 def _checked_settings(tolerance: float, max_iterations: int, root: str, fit: str,
