@@ -48,7 +48,7 @@ from .branches import exact_solutions
 from .constrained import constrained_step
 from .result import IkResult
 from .rotations import _rotation_error
-from .search_task import Geometry, goal_turns, Task
+from .search_task import Geometry, goal_turns, goals_met, Task
 
 if TYPE_CHECKING:   # the solver imports this module
     from .solver import IkSolver
@@ -481,12 +481,12 @@ class _Search:
         return positions, errors, angles
 
     def _met(self, positions: np.ndarray, errors: np.ndarray, angles: np.ndarray) -> bool:
-        """Return whether measured errors are within the tolerances (as Task.residual's met)."""
+        """Return whether measured errors are within the tolerances (search_task.goals_met)."""
         solver = self.solver
-        return all(error <= solver.tolerance for error, goal in
-                   zip(errors.tolist(), self.problem.targets) if goal is not None) and all(
-            angles[row] <= solver.orientation_tolerance
-            for row, mode, *_ in self.turns if mode != 'position')
+        return goals_met(solver.tolerance, solver.orientation_tolerance,
+                         [error for error, goal in zip(errors.tolist(), self.problem.targets)
+                          if goal is not None],
+                         [(mode, angles[row]) for row, mode, *_ in self.turns])
 
     def _result(self, pose: _Pose) -> IkResult:
         """Return pose as the solve's IkResult, errors measured from its FK (once)."""

@@ -24,7 +24,7 @@ target's weighted residual and its Jacobian, weighed as the solver weighs them
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Iterable, TYPE_CHECKING
 
 import numpy as np
 
@@ -104,6 +104,19 @@ def goal_turns(solver: IkSolver, rotations: list) -> list[tuple]:
             if rotation is not None]
 
 
+def goals_met(tolerance: float, orientation_tolerance: float, errors: Iterable[float],
+              turns: Iterable[tuple[str, float]]) -> bool:
+    """
+    Return whether a pose meets its goals, as the solver's tolerances say.
+
+    errors: the targeted effectors' distances (m), each within tolerance; turns: (mode,
+    angle in rad) of each effector with a target rotation, within orientation_tolerance
+    unless its mode is 'position'.
+    """
+    return all(error <= tolerance for error in errors) and all(
+        angle <= orientation_tolerance for mode, angle in turns if mode != 'position')
+
+
 class Task:
     """The target's weighted residual and its Jacobian, as the solver weighs them."""
 
@@ -135,9 +148,10 @@ class Task:
         positions = tools[:, :3, 3]
         parts = [weight * (goal - position)
                  for goal, position, weight in zip(self.goals, positions, self.weights)]
-        met = all(math.dist(goal, position) <= self.tolerance
+        errors = [math.dist(goal, position)
                   for goal, position, targeted in zip(self.goals, positions, self.targeted)
-                  if targeted)
+                  if targeted]
+        angles = []
         rows = []
         axes = self.geometry.axes(world) if jacobian else None
         if jacobian:
@@ -155,11 +169,12 @@ class Task:
                 angle = math.acos(max(-1.0, min(1.0, float(current @ wanted))))
                 parts.append(self.scale * (wanted - current) if mode == 'axis'
                              else np.zeros(3))
-            met = met and (mode == 'position' or angle <= self.orientation_tolerance)
+            angles.append((mode, angle))
             if jacobian:
                 turn = self.geometry.turn_jacobians(axes, self.geometry.tool_rows[[row]])[0]
                 rows.append(self.scale * (turn if mode == 'full' else
                                           np.cross(turn.T, current).T if mode == 'axis'
                                           else np.zeros_like(turn)))
         stacked = np.concatenate(rows) if jacobian else None
+        met = goals_met(self.tolerance, self.orientation_tolerance, errors, angles)
         return np.concatenate(parts), stacked, met
