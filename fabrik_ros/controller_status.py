@@ -146,6 +146,10 @@ def status_of(controller: IkController, now: float, period: float) -> Status:
         'enabled': controller.enabled, 'targets_refused': controller.refused,
         'last_refusal': controller.last_refusal, 'reached': False,
         **controller.stats.values(period), **_result_values(controller)}
+    if controller.collision.status:   # asked for, but the description's geometry is unreadable
+        values['self_collision'] = controller.collision.status
+        if level == 'OK':
+            level, message = 'WARN', f'{message}; self-collision off'
     if controller.collision.active:   # what the stream's own check saw at the last command
         collision = controller.collision
         values.update({'stream_collision': collision.state or 'clear',

@@ -116,6 +116,7 @@ class IkNode(Node):
                         {expand_topic_name(topic, self.get_name(), self.get_namespace())
                          for topic in (command_topic, self._feedback_topic)}) == 1)
         self._refusal_logged: dict[str, float] = {}  # kind of message -> monotonic seconds
+        self._collision_warning = ''   # the last reason self-collision is off, logged once
         self._effector_topics: set[str] = set()
         self._rviz_targets = param('rviz_targets')
         self._frames = TargetFrames(self, self._base_link, self._odom_frame, self._free)
@@ -374,6 +375,11 @@ class IkNode(Node):
         status = (Status('WARN', 'waiting for robot_description', {})
                   if self._controller is None
                   else self._controller.status(time.monotonic(), DIAGNOSTICS_PERIOD))
+        off = str(status.values.get('self_collision', ''))
+        if off != self._collision_warning:
+            self._collision_warning = off
+            if off:
+                self.get_logger().warning(off)
         self._diagnostics_pub.publish(diagnostic_array(
             self.get_clock().now().to_msg(), f'{self.get_fully_qualified_name()}: IK',
             self._base_link, status))

@@ -28,9 +28,10 @@ speed; the status names the pair. Time is an argument: no test sleeps.
 
 import math
 
-from fabrik_ros.chain import Chain
+from fabrik_ros.chain import Chain, ChainError
 from fabrik_ros.collision import Box, CollisionModel, Cylinder, Sphere
 from fabrik_ros.controller import IkController, Target
+from fabrik_ros.ik import IkSolver
 from fabrik_ros.jog import JogStatus
 from hypothesis import event, HealthCheck, settings, strategies as st
 from hypothesis.stateful import initialize, invariant, rule
@@ -399,3 +400,61 @@ def test_a_real_arm_jogged_into_itself_stops_a_margin_short():
 def test_a_slowdown_distance_that_is_no_distance_is_refused_by_name():
     with pytest.raises(ValueError, match='collision_slowdown_distance'):
         make_settings(serial_arm(), collision_slowdown_distance=-0.1)
+
+
+# Two links whose collision meshes name a package that is not installed (as a driver's
+# description does on a machine without its description package).
+MISSING_MESHES = """<robot name="missing">
+  <link name="base"/>
+  <link name="upper"><collision><geometry>
+    <mesh filename="package://not_installed_description/meshes/upper.stl"/>
+  </geometry></collision></link>
+  <link name="lower"><collision><geometry>
+    <mesh filename="package://not_installed_description/meshes/lower.stl"/>
+  </geometry></collision></link>
+  <link name="tip"/>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+    <axis xyz="0 0 1"/><limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+  <joint name="elbow" type="revolute"><parent link="upper"/><child link="lower"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/><limit lower="-2" upper="2" effort="1" velocity="1"/>
+  </joint>
+  <joint name="tool" type="fixed"><parent link="lower"/><child link="tip"/>
+    <origin xyz="0.3 0 0"/></joint>
+</robot>"""
+
+
+def test_geometry_that_cannot_be_read_is_tried_once_and_named_on_every_use(monkeypatch):
+    import fabrik_ros.model.chain as chain_module
+    builds = []
+    build = chain_module.collision_model
+    monkeypatch.setattr(chain_module, 'collision_model',
+                        lambda *args: builds.append(1) or build(*args))
+    chain = Chain.from_urdf(MISSING_MESHES, 'base', 'tip')
+    for _ in range(2):
+        with pytest.raises(ChainError, match="package 'not_installed_description' is not "
+                                             'found'):
+            chain.collision
+    assert len(builds) == 1
+
+
+def test_self_collision_off_for_unreadable_geometry_is_a_warning_not_a_silence():
+    """The arm still moves (obstacles are checked), and the diagnostics say what is off."""
+    chain = Chain.from_urdf(MISSING_MESHES, 'base', 'tip')
+    controller = IkController(make_settings(chain), 0.0, command_period=DT, feedback=False)
+    controller.tick(DT)
+    status = controller.status(DT, 1.0)
+    assert status.level == 'WARN'
+    assert status.message == 'waiting for a target; self-collision off'
+    assert status.values['self_collision'] == IkSolver(chain).collision_status
+    assert "self-collision off: link 'upper' collision geometry: package " \
+        "'not_installed_description' is not found" in status.values['self_collision']
+
+
+def test_self_collision_turned_off_by_the_user_is_not_a_warning():
+    chain = Chain.from_urdf(MISSING_MESHES, 'base', 'tip')
+    controller = IkController(make_settings(chain, self_collision=False), 0.0,
+                              command_period=DT, feedback=False)
+    controller.tick(DT)
+    status = controller.status(DT, 1.0)
+    assert (status.level, status.message) == ('OK', 'waiting for a target')
+    assert 'self_collision' not in status.values

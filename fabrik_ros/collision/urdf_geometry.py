@@ -177,9 +177,9 @@ class _MeshFiles:
         try:
             from ament_index_python.packages import get_package_share_directory
             return Path(get_package_share_directory(package))
-        except (ImportError, LookupError, ValueError) as error:
-            raise ValueError(f"package '{package}' is not found ({error}); pass its share "
-                             'directory in package_dirs') from None
+        except (ImportError, LookupError, OSError, ValueError) as error:  # OSError: no index
+            raise ValueError(f"package '{package}' is not found ({error}): install it, or "
+                             'pass its share directory in package_dirs') from None
 
     def vertices(self, filename: str) -> np.ndarray:
         """Return a mesh file's (k, 3) vertices, in the file's units."""

@@ -90,6 +90,22 @@ def checked_margin(margin: object) -> float:
     return value
 
 
+def described_self_collision(chain: object) -> tuple[bool, str]:
+    """
+    Return whether the chain's URDF gives its links <collision> geometry, and why not.
+
+    The reason is '' but for a description whose geometry cannot be read (a mesh whose
+    package is not installed, say): then self-collision is off, and that reason says why.
+    """
+    urdf = chain.collision_source.urdf_xml
+    if urdf is None or '<collision' not in urdf:    # no model built for nothing
+        return False, ''
+    try:
+        return chain.collision.described, ''
+    except ChainError as error:
+        return False, f'self-collision off: {error}'
+
+
 class Collisions:
     """A solver's collision settings, obstacles and the check of its answers."""
 
@@ -115,22 +131,11 @@ class Collisions:
         self._clear_seeds: tuple[Scene | None, dict[int, bool]] = (None, {})
         self.scene = Scene([])  # the obstacles (set_obstacles)
         if self_collision is None:
-            self_collision = self._described(chain)
+            self_collision, self.status = described_self_collision(chain)
         self.self_collision = bool(self_collision)
         if self.self_collision:
             self._model = chain.collision
         self.active = self._model is not None and len(self._model.pairs) > 0
-
-    def _described(self, chain: object) -> bool:
-        """Return whether the chain's URDF gives its links <collision> geometry (auto)."""
-        urdf = chain.collision_source.urdf_xml
-        if urdf is None or '<collision' not in urdf:    # no model built for nothing
-            return False
-        try:
-            return chain.collision.described
-        except ChainError as error:
-            self.status = f'self-collision off: {error}'
-            return False
 
     @property
     def model(self) -> CollisionModel:

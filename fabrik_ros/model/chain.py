@@ -83,7 +83,8 @@ class Chain:
         self.moves_effector = moves.T.copy()
         self.moves_effector.setflags(write=False)
         self.collision_source = CollisionSource()
-        self._collision: list[CollisionModel] = []    # built on first use, shared by copies
+        # built on first use (or the reason it cannot be), shared by copies
+        self._collision: list[CollisionModel | ChainError] = []
 
     @classmethod
     def from_urdf(cls, urdf_xml: str, base_link: str, tip_link: str | Sequence[str], *,
@@ -214,12 +215,19 @@ class Chain:
 
         From the URDF's <collision> elements for a chain read from one, else capsules along
         the links (fabrik_ros.collision.build). Raises ChainError naming a link whose
-        geometry cannot be read. Copies with narrower limits (with_limits) share it: its
-        pairs, sorted over the wider limits, are a superset of the needed ones.
+        geometry cannot be read (tried once, the same error on every use). Copies with
+        narrower limits (with_limits) share it: its pairs, sorted over the wider limits, are
+        a superset of the needed ones.
         """
         if not self._collision:
-            self._collision.append(collision_model(self, self.collision_source))
-        return self._collision[0]
+            try:
+                self._collision.append(collision_model(self, self.collision_source))
+            except ChainError as error:     # the description does not change: nor will this
+                self._collision.append(error)
+        model = self._collision[0]
+        if isinstance(model, ChainError):
+            raise ChainError(str(model))
+        return model
 
     def closest_pair(self, q: object, obstacles: Scene | Sequence[Obstacle] = ()
                      ) -> Clearance:
