@@ -116,7 +116,6 @@ class StreamCollision:
         self._key: tuple | None = None   # the settings and obstacles checked
         self._collisions: Collisions | None = None
         self.active = False
-        self.status = ''            # why self-collision is off though asked for ('' if not)
         self.state = ''             # 'slowed', 'halted' (a collision stop) or '' (clear)
         self.cut = False            # the last command stopped short (a collision stop)
         self.clearance = math.inf   # m, at the last command (a lower bound unless exact)
@@ -142,7 +141,7 @@ class StreamCollision:
         collisions = Collisions(settings.chain, settings.collision_margin,
                                 None if settings.self_collision else False)
         collisions.set_obstacles(Scene(obstacles, controller.obstacle_names))
-        self.active, self.status = collisions.active, collisions.status
+        self.active = collisions.active
         self._collisions = collisions if self.active else None
         if self.active:
             self._margin = collisions.margin

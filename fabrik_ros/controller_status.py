@@ -28,6 +28,7 @@ import math
 from typing import TYPE_CHECKING
 
 from fabrik_ros.ik import IkResult
+from fabrik_ros.ik.collisions import described_self_collision
 from fabrik_ros.jog import JogStatus
 
 if TYPE_CHECKING:  # the controller hands itself in: no import circle at run time
@@ -146,8 +147,9 @@ def status_of(controller: IkController, now: float, period: float) -> Status:
         'enabled': controller.enabled, 'targets_refused': controller.refused,
         'last_refusal': controller.last_refusal, 'reached': False,
         **controller.stats.values(period), **_result_values(controller)}
-    if controller.collision.status:   # asked for, but the description's geometry is unreadable
-        values['self_collision'] = controller.collision.status
+    off = described_self_collision(settings.chain)[1] if settings.self_collision else ''
+    if off:   # asked for, but the description's geometry cannot be read
+        values['self_collision'] = off
         if level == 'OK':
             level, message = 'WARN', f'{message}; self-collision off'
     if controller.collision.active:   # what the stream's own check saw at the last command

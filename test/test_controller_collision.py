@@ -441,8 +441,7 @@ def test_self_collision_off_for_unreadable_geometry_is_a_warning_not_a_silence()
     """The arm still moves (obstacles are checked), and the diagnostics say what is off."""
     chain = Chain.from_urdf(MISSING_MESHES, 'base', 'tip')
     controller = IkController(make_settings(chain), 0.0, command_period=DT, feedback=False)
-    controller.tick(DT)
-    status = controller.status(DT, 1.0)
+    status = controller.status(0.0, 1.0)     # from the start, not from the first command
     assert status.level == 'WARN'
     assert status.message == 'waiting for a target; self-collision off'
     assert status.values['self_collision'] == IkSolver(chain).collision_status
@@ -454,7 +453,6 @@ def test_self_collision_turned_off_by_the_user_is_not_a_warning():
     chain = Chain.from_urdf(MISSING_MESHES, 'base', 'tip')
     controller = IkController(make_settings(chain, self_collision=False), 0.0,
                               command_period=DT, feedback=False)
-    controller.tick(DT)
-    status = controller.status(DT, 1.0)
+    status = controller.status(0.0, 1.0)
     assert (status.level, status.message) == ('OK', 'waiting for a target')
     assert 'self_collision' not in status.values
