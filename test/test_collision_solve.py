@@ -23,6 +23,7 @@ first answer collides; with nothing to check the answers are those of today.
 """
 
 from collections import defaultdict
+from pathlib import Path
 
 from fabrik_ros.chain import Chain
 from fabrik_ros.collision import Box, Cylinder, Scene, Sphere
@@ -81,6 +82,35 @@ def test_a_target_inside_an_obstacle_ends_clear_and_not_reached():
     assert result.closest_pair[1] == 'obstacle 0 (sphere)'
     assert result.error >= 0.06
     assert result.clearance == pytest.approx(chain.clearance(result.q, solver.obstacles))
+
+
+def test_a_pose_reachable_only_through_the_pillar_ends_at_a_clear_compromise_near_it():
+    """
+    The demo's arm and scene: the tool upright beside the pillar, which every answer crosses.
+
+    The free answer's upper arm runs through the pillar (its axis inside it: no direction
+    between closest points); the search pushes it out from the pillar's centre and closes
+    in, where steps capped at their largest from the seed alone would stop far short.
+    """
+    share = Path(__file__).resolve().parents[1]
+    chain = Chain.from_urdf((share / 'urdf' / 'arm.urdf').read_text(), 'base_link', 'tool0')
+    scene = [Box((0.8, 0.8, 0.04), _at(-0.15, 0.5, 0.08)),
+             Cylinder(0.05, 0.55, _at(0.075, 0.175, 0.375))]
+    target, upright = np.array([0.125, 0.438, 0.395]), np.array([0.0, 0.0, 0.0, 1.0])
+    free = IkSolver(chain).solve(target, orientation=upright)
+    assert chain.clearance(free.q, scene) < 0.0
+    solver = IkSolver(chain)
+    solver.set_obstacles(scene)
+    result = solver.solve(target, orientation=upright)
+    assert not result.reached and result.clearance >= MARGIN
+    assert result.error < 0.1       # the seed's tool is 0.84 m from the target
+    assert result.clearance == pytest.approx(chain.clearance(result.q, scene))
+
+
+def _at(x: float, y: float, z: float) -> np.ndarray:
+    pose = np.eye(4)
+    pose[:3, 3] = (x, y, z)
+    return pose
 
 
 def test_without_anything_to_check_the_answers_are_todays():

@@ -423,13 +423,14 @@ class _Search:
             step = constrained_step(jacobian, residual, damping, *constraints,
                                     self.margin + BUFFER)
             largest = float(np.max(np.abs(step))) if len(step) else 0.0
-            if largest > MAX_STEP:
+            capped = largest > MAX_STEP     # far from the target: progress is the cap's
+            if capped:
                 step *= MAX_STEP / largest
             trial = np.clip(q + step, self.lower, self.upper)
             candidate = self._evaluate(trial)[0]
             if _better(candidate, pose, self.margin):
                 self.steps += 1
-                slow += pose.clearance >= self.margin and \
+                slow += pose.clearance >= self.margin and not capped and \
                     candidate.objective > SLOW_RATIO * pose.objective
                 q, pose, world = trial, candidate, candidate.world
                 residual, jacobian, _ = self.task.residual(world, True)
@@ -442,7 +443,13 @@ class _Search:
         return pose
 
     def _constraints(self, world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Return the distances (k,) of the pairs near the margin and their gradients (k, n)."""
+        """
+        Return the distances (k,) of the pairs near the margin and their gradients (k, n).
+
+        A pair's gradient is its closest points' motion apart. Where those points coincide
+        (a link's axis inside an obstacle: no direction between them, and a depth that
+        does not change), the link is pushed out from the obstacle's centre.
+        """
         pairs = self.model.pair_distances(world, self.collisions.scene,
                                           within=self.margin + INFLUENCE)
         near = np.arange(len(pairs.distances))
@@ -451,6 +458,13 @@ class _Search:
         first_points, second_points = pairs.points_first[near], pairs.points_second[near]
         gap = first_points - second_points
         length = np.linalg.norm(gap, axis=1)
+        inside = (length <= 1e-12) & (near >= pairs.self_pairs)
+        if inside.any():
+            obstacles = self.collisions.scene.obstacles
+            outward = first_points[inside] - np.array(
+                [obstacles[index].pose[:3, 3] for index in pairs.second[near[inside]].tolist()])
+            gap[inside] = np.sign(pairs.distances[near[inside]])[:, None] * outward
+            length[inside] = np.linalg.norm(outward, axis=1)
         keep = length > 1e-12
         near, gap, length = near[keep], gap[keep], length[keep]
         first_points, second_points = first_points[keep], second_points[keep]
