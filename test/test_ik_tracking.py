@@ -277,6 +277,29 @@ class TestStartsAheadOnAFastTrack:
             assert_same_answer(result, reference.solve(target, q.copy(), trace=True, **options))
             q = result.q
 
+    def test_with_redundancy_after_a_move_deeper_into_a_limits_margin_it_starts_at_its_seed(
+            self):
+        # Carried on, the move would go on against the limit steering: the arm would drift
+        # along its self-motion into the limit, where its branch ends (a flip).
+        chain = iiwa14()
+        limits = IkSolver(chain).limits
+        solver, reference = IkSolver(chain), IkSolver(chain)
+        middle = pose_in_limits(chain, [0.92, 0.6, 0.4, 0.3, 0.6, 0.6, 0.5])
+        path = [middle + np.array([0.04 * k] + [0.03 * math.sin(0.3 * k)] * 6)
+                for k in range(12)]     # A1 on into its upper margin, the others swinging
+        q = before = path[0]
+        deeper = 0
+        for goal in path[1:]:
+            target, options = chain.tip_position(goal), orientation_of(chain, goal)
+            result = solver.solve(target, q, **options)
+            if any((a < low and a < b) or (a > high and a > b) for a, b, low, high in zip(
+                    q, before, limits.inner_lower, limits.inner_upper)):
+                deeper += 1
+                assert_same_answer(result, reference.solve(target, q.copy(), trace=True,
+                                                           **options))
+            before, q = q, result.q
+        assert deeper >= 3
+
     def test_a_seed_other_than_the_last_answer_starts_at_the_seed(self):
         arm = demo_arm()
         solver = IkSolver(arm)
