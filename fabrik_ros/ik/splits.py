@@ -313,7 +313,8 @@ class _Wrist(_Split):
             around = at
             for offset in offsets if spacing is None else (spacing, -spacing):
                 free = around + offset
-                if low <= free <= high:
+                # (The free joint's own move is part of the distance: farther is no nearer.)
+                if low <= free <= high and (free - seed[2]) ** 2 < distance:
                     found, moved = self._nearest_at(seed, centre, aim, free)
                     if moved < distance:
                         best, distance, at = found, moved, free
