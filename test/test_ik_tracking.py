@@ -24,8 +24,9 @@ solve, which these tests use as the reference.
 """
 
 import math
+from pathlib import Path
 
-from fabrik_ros.chain import quaternion_from_rotation
+from fabrik_ros.chain import Chain, quaternion_from_rotation
 from fabrik_ros.ik import IkResult, IkSolver
 from fabrik_ros.ik import solver as solver_module, tracking as tracking_module
 from fabrik_ros.ik.tuning import MOMENTUM, REDUNDANT_MOMENTUM, TRACK_STEPS
@@ -276,6 +277,29 @@ class TestStartsAheadOnAFastTrack:
             assert_same_answer(result, reference.solve(target, q.copy(), trace=True, **options))
             q = result.q
 
+    def test_with_redundancy_after_a_move_deeper_into_a_limits_margin_it_starts_at_its_seed(
+            self):
+        # Carried on, the move would go on against the limit steering: the arm would drift
+        # along its self-motion into the limit, where its branch ends (a flip).
+        chain = iiwa14()
+        limits = IkSolver(chain).limits
+        solver, reference = IkSolver(chain), IkSolver(chain)
+        middle = pose_in_limits(chain, [0.92, 0.6, 0.4, 0.3, 0.6, 0.6, 0.5])
+        path = [middle + np.array([0.04 * k] + [0.03 * math.sin(0.3 * k)] * 6)
+                for k in range(12)]     # A1 on into its upper margin, the others swinging
+        q = before = path[0]
+        deeper = 0
+        for goal in path[1:]:
+            target, options = chain.tip_position(goal), orientation_of(chain, goal)
+            result = solver.solve(target, q, **options)
+            if any((a < low and a < b) or (a > high and a > b) for a, b, low, high in zip(
+                    q, before, limits.inner_lower, limits.inner_upper)):
+                deeper += 1
+                assert_same_answer(result, reference.solve(target, q.copy(), trace=True,
+                                                           **options))
+            before, q = q, result.q
+        assert deeper >= 3
+
     def test_a_seed_other_than_the_last_answer_starts_at_the_seed(self):
         arm = demo_arm()
         solver = IkSolver(arm)
@@ -287,3 +311,81 @@ class TestStartsAheadOnAFastTrack:
         options = orientation_of(arm, goal)
         assert_same_answer(solver.solve(arm.tip_position(goal), other, **options),
                            IkSolver(arm).solve(arm.tip_position(goal), other, **options))
+
+
+# The KUKA LBR iiwa 14 (bench/arm_references.py's published 7-DOF arm), and two paths of
+# bench/solve_timing.py's kinds on it: joint paths in the limits, so every pose is reachable
+# on some branch. The smooth one (smooth_poses, as the bench's full-pose tracking stage draws
+# it) passes a double singularity near its step 908: A2 ~ 0.01 lines A1 up with A3 and A6 ~ 0
+# lines A5 up with A7. The fast one (fast_poses, eight periods) passes the wrist's singularity
+# again and again.
+IIWA_URDF = Path(__file__).resolve().parent / 'data' / 'kuka_iiwa14.urdf'
+SMOOTH_MIDDLE = [0.007196041493305216, 0.46665364400920106, -0.8213183871928846,
+                 -0.35003380424844943, -0.9576591060881188, -0.3147045836751221,
+                 0.31811872203529434]
+SMOOTH_FREQUENCY = [1, 1, 2, 1, 2, 2, 1]
+SMOOTH_PHASE = [3.8332494858300294, 4.747195906125594, 4.597317463117581, 4.47518614522032,
+                0.39428651061703285, 1.7608565053233125, 2.9025826486107484]
+# The answer at the smooth path's step 894 of a tracking run from its start.
+SMOOTH_ANSWER_894 = [-1.8441538811556075, 0.06123141178970316, -1.975929730592539,
+                     0.6742017225157967, 0.5308501170904204, -0.013173283992859596,
+                     1.7281354037765329]
+FAST_MIDDLE = [0.006589713836294031, 0.4109509683921835, -0.752115332453694,
+               -0.30825159660183443, -0.8769681869835204, -0.2771394910958853,
+               0.29208035038283997]
+FAST_PHASE = [3.056905439298629, 1.0902015571721235, 3.171948386491237, 2.1414931018317485,
+              3.8332494858300294, 4.747195906125594, 4.597317463117581]
+FLIP_RAD = 1.0  # a joint turning this far between consecutive answers: another branch
+
+
+def iiwa14():
+    """Return the iiwa 14's chain from its base to its flange link."""
+    return Chain.from_urdf(IIWA_URDF.read_text(), 'lbr_iiwa_link_0', 'lbr_iiwa_link_7')
+
+
+def smooth_iiwa_path(chain, steps: range) -> np.ndarray:
+    """Return the smooth path's joint poses at the steps (of 1001 over one period)."""
+    lower, upper = np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi)
+    angle = np.linspace(0.0, 2.0 * math.pi, 1001)[list(steps)][:, None]
+    return np.array(SMOOTH_MIDDLE) + (upper - lower) / 8.0 * np.sin(
+        np.array(SMOOTH_FREQUENCY) * angle + np.array(SMOOTH_PHASE))
+
+
+def fast_iiwa_path(steps: int) -> np.ndarray:
+    """Return the fast path's first joint poses: joint j swings 0.25 rad, j + 1 cycles in 200."""
+    angle = 2.0 * math.pi * np.arange(steps)[:, None] / 200.0
+    return np.array(FAST_MIDDLE) + 0.25 * np.sin(np.arange(1, 8) * angle + np.array(FAST_PHASE))
+
+
+def tracked(chain, poses: np.ndarray, seed: np.ndarray) -> tuple[list[IkResult], np.ndarray]:
+    """Track the full poses of FK(poses) from the seed; return the answers and joint steps."""
+    solver = IkSolver(chain)
+    answers, steps = [], []
+    for pose in poses:
+        frame = chain.tip_pose(pose)
+        answer = solver.solve(frame[:3, 3].copy(), seed,
+                              orientation=quaternion_from_rotation(frame[:3, :3]))
+        answers.append(answer)
+        steps.append(np.max(np.abs(answer.q - seed)))
+        seed = answer.q
+    return answers, np.array(steps)
+
+
+class TestKeepsTheBranchOfARedundantArm:
+    """The published iiwa 14 tracked through its singularities: every pose, no flip."""
+
+    def test_through_the_double_singularity_every_answer_is_reached_and_none_flips(self):
+        chain = iiwa14()
+        answers, steps = tracked(chain, smooth_iiwa_path(chain, range(895, 916)),
+                                 np.array(SMOOTH_ANSWER_894))
+        assert all(answer.reached for answer in answers)
+        assert steps.max() < FLIP_RAD
+        for answer in answers:
+            assert_within_limits(chain, answer.q)
+
+    def test_a_fast_stream_past_the_wrist_singularity_is_reached_without_flips(self):
+        chain = iiwa14()
+        poses = fast_iiwa_path(1601)
+        answers, steps = tracked(chain, poses[1:], poses[0])
+        assert all(answer.reached for answer in answers)
+        assert steps.max() < FLIP_RAD

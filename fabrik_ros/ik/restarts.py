@@ -71,6 +71,8 @@ class _Restarts:
         """
         tracking = solve.initial_miss <= self.closing_radius
         patience = self.restart_error if tracking else self.tolerance
+        if tracking and not stretch and solve.best_error > self.tolerance:
+            self._nearest_exact(solve, start)
         if stretch or solve.best_fit.miss > patience:   # else no restart would start
             if tracking and not stretch:
                 # The seed's branch is kept against answers no more than a tolerance closer
@@ -86,6 +88,24 @@ class _Restarts:
             # Explored attempts stopped early (see EXPLORE_STALL), and so did the first
             # attempt out of reach (its nudged retry would only creep down the same tail).
             solve.attempt(solve.best, polish=True)
+
+    def _nearest_exact(self, solve: _Solve, start: _State) -> None:
+        """
+        Attempt a redundant arm's tracked full pose from its exact solution nearest the seed.
+
+        Where the closing steps from a tracked seed fall short, near a singularity they
+        crawl along the weak direction and at a limit they stall: restarts from far seeds
+        then land on other branches (flips), and a miss within restart_error is given up.
+        The wrist split's closed form (_Split.nearest_angles) knows the pose's solutions:
+        the one nearest the seed keeps the seed's branch wherever the branch reaches.
+        """
+        split, orientations = self._split, solve.orientations
+        if split is None or orientations is None or len(start.q) <= 6 \
+                or orientations.items[0][1] != 'full':
+            return
+        q = split.nearest_angles(solve.tree, start, solve.goals[0], orientations.items[0][2])
+        if q is not None:
+            solve.attempt(solve.tree.sweep(q, start.base))
 
     def _explore(self, solve: _Solve, start: _State, stretch: bool, patience: float,
                  unreachable_after: int | None) -> None:

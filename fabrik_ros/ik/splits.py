@@ -35,7 +35,7 @@ from .orientations import _Orientations
 from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _apply, _IDENTITY, _ORIGIN, _product, _transposed, _turn
-from .tuning import FREE_STEP, FREE_STEPS, WRIST_BRANCHES, WRIST_RESTARTS
+from .tuning import FREE_STEP, FREE_STEPS, TRACK_FREES, WRIST_BRANCHES, WRIST_RESTARTS
 from .wrist import (nearest_wrist_angles, shoulder_angles, spherical_shoulder, spherical_wrist,
                     split_at_wrist, turned_back, turned_back_vector, wrist_angles,
                     wrist_pointing)
@@ -52,7 +52,9 @@ class _Split:
     only: a seed within the closing radius (tracking) is left to the closing steps, which
     move it on continuously where an exact wrist would swing about near its singularity
     (the wrist straight: only the sum of its outer angles is set there). Where pose_angles
-    finds none, or its answer misses, the whole arm's solve takes over from the seed.
+    finds none, or its answer misses, the whole arm's solve takes over from the seed. Where
+    a redundant arm's closing steps from a tracked seed fall short, the solution nearest
+    the seed (nearest_angles) is tried before any restart.
     """
 
     def __init__(self, solver: IkSolver) -> None:
@@ -81,6 +83,11 @@ class _Split:
         after its stage (NaN where there was none).
         """
         raise NotImplementedError
+
+    def nearest_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                       rotation: tuple[float, ...]) -> list[float] | None:
+        """Return the exact solution nearest a tracked seed (see _Wrist); None: none here."""
+        return None
 
     def solve(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
               rotations: list[tuple[float, ...]], orientations: _Orientations,
@@ -233,43 +240,85 @@ class _Wrist(_Split):
         seed within the limits; a redundant shoulder joint keeps its seed angle, or where
         no solution fits there, the nearest of FREE_STEPS steps either way that fits.
         """
-        k, seed = self.k, start.q
-        lower, upper = self.lower, self.upper
-        wrist_seed, wrist_lower, wrist_upper = seed[k:], lower[k:], upper[k:]
+        seed, lower, upper = start.q, self.lower, self.upper
         frees: Iterable[float | None] = [None]
         if len(self.shoulder.axes) == 3:    # (a generator: the seed's angle mostly fits)
             held, low, high = seed[2], lower[2], upper[2]
             frees = (value for step in range(FREE_STEPS + 1)
                      for value in ((held + step * FREE_STEP, held - step * FREE_STEP)
                                    if step else (held,)) if low <= value <= high)
-        shoulder, wrist, above_zero = self.shoulder, self.wrist, self.above_zero
-        full, arm_seed, arm_lower, arm_upper = self.tool_axis is None, seed[:k], lower[:k], \
-            upper[:k]
         for free in frees:
-            best, distance = None, math.inf
-            # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
-            for moved, q in sorted(shoulder_angles(shoulder, centre, free, arm_seed, arm_lower,
-                                                   arm_upper)):
-                if moved >= distance:
-                    break
-                # The wrist's turn in the frame of the joint above it (see pose_angles).
-                if full:
-                    found = nearest_wrist_angles(
-                        wrist, _product(above_zero, turned_back(shoulder.arm, q, aim)),
-                        wrist_seed, wrist_lower, wrist_upper, distance - moved)
-                    if found is not None and moved + found[1] < distance:
-                        best, distance = q + found[0], moved + found[1]
-                    continue
-                angles = wrist_pointing(
-                    wrist, self.along, _apply(above_zero, turned_back_vector(
-                        shoulder.arm, q, aim)), wrist_seed, wrist_lower, wrist_upper)
-                if angles is not None:
-                    moved += _squared(angles, wrist_seed)
-                    if moved < distance:
-                        best, distance = q + angles, moved
+            best = self._nearest_at(seed, centre, aim, free)[0]
             if best is not None:
                 return best
         return None
+
+    def _nearest_at(self, seed: list[float], centre: tuple[float, float, float],
+                    aim: tuple[float, ...], free: float | None
+                    ) -> tuple[list[float] | None, float]:
+        """
+        Return the closed form's solution nearest the seed with the free angle at `free`.
+
+        With its squared distance from the seed (radians squared); None and inf where no
+        solution fits the limits (see _closed_form).
+        """
+        k, lower, upper = self.k, self.lower, self.upper
+        shoulder, wrist, above_zero = self.shoulder, self.wrist, self.above_zero
+        wrist_seed, wrist_lower, wrist_upper = seed[k:], lower[k:], upper[k:]
+        best, distance = None, math.inf
+        # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
+        for moved, q in sorted(shoulder_angles(shoulder, centre, free, seed[:k], lower[:k],
+                                               upper[:k])):
+            if moved >= distance:
+                break
+            # The wrist's turn in the frame of the joint above it (see pose_angles).
+            if self.tool_axis is None:
+                found = nearest_wrist_angles(
+                    wrist, _product(above_zero, turned_back(shoulder.arm, q, aim)),
+                    wrist_seed, wrist_lower, wrist_upper, distance - moved)
+                if found is not None and moved + found[1] < distance:
+                    best, distance = q + found[0], moved + found[1]
+                continue
+            angles = wrist_pointing(
+                wrist, self.along, _apply(above_zero, turned_back_vector(
+                    shoulder.arm, q, aim)), wrist_seed, wrist_lower, wrist_upper)
+            if angles is not None:
+                moved += _squared(angles, wrist_seed)
+                if moved < distance:
+                    best, distance = q + angles, moved
+        return best, distance
+
+    def nearest_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                       rotation: tuple[float, ...]) -> list[float] | None:
+        """
+        Return the exact solution of a full pose nearest the seed (tracking), None if none.
+
+        For a redundant arm whose closing steps from a tracked seed fall short (near a
+        singularity they crawl; at a limit they stall): the closed form over the free
+        shoulder angle, scanned TRACK_FREES radians either way of the seed's and refined
+        twice around the nearest, the solution nearest the seed (radians squared over all
+        joints). The seed's branch where it reaches the pose, the nearest other where not.
+        """
+        if self.shoulder is None or len(self.shoulder.axes) != 3 or self.tool_axis is not None:
+            return None
+        x, y, z = _apply(rotation, self.centre)
+        centre = goal[0] + x, goal[1] + y, goal[2] + z
+        if math.dist(centre, self.anchor) > self.reach + self.solver.tolerance:
+            return None
+        aim, seed = _turn(rotation, self.zero), start.q
+        low, high = self.lower[2], self.upper[2]
+        best, distance, at = None, math.inf, seed[2]
+        offsets = [0.0] + [sign * offset for offset in TRACK_FREES for sign in (1.0, -1.0)]
+        for spacing in (None, TRACK_FREES[0] / 2.0, TRACK_FREES[0] / 4.0):
+            around = at
+            for offset in offsets if spacing is None else (spacing, -spacing):
+                free = around + offset
+                # (The free joint's own move is part of the distance: farther is no nearer.)
+                if low <= free <= high and (free - seed[2]) ** 2 < distance:
+                    found, moved = self._nearest_at(seed, centre, aim, free)
+                    if moved < distance:
+                        best, distance, at = found, moved, free
+        return best
 
 
 class _OffsetWrist(_Split):

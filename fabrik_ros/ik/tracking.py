@@ -71,8 +71,11 @@ class _Tracking:
         singularity joints swing: carried on, a swing could cross into another branch),
         with redundancy after no joint's move above REDUNDANT_MOVE_LEAST (a
         slow move closes in one step from the seed: the start's forward kinematics would be
-        spent for nothing), or where the lean path from there gives up: the solve then goes
-        on from the seed exactly as without a start ahead.
+        spent for nothing) or after a move that took a joint into a limit's margin or deeper
+        (carried on, it goes on against the first closing step's limit steering, and the
+        arm drifts along its self-motion to the limit, the end of its branch, where the
+        nearest solution lies on another: a flip), or where the lean path from there gives
+        up: the solve then goes on from the seed exactly as without a start ahead.
         """
         move = self._move
         if move is None or move[0] is not tree or seeded is not self._last[1] \
@@ -83,6 +86,12 @@ class _Tracking:
         if most > MOMENTUM_MOST or len(moved) > 6 and most < REDUNDANT_MOVE_LEAST:
             return None
         limits = self.limits
+        if len(moved) > 6 and not (all(map(le, limits.inner_lower, seeded.q))
+                                   and all(map(le, seeded.q, limits.inner_upper))):
+            for q, change, low, high in zip(seeded.q, moved, limits.inner_lower,
+                                            limits.inner_upper):
+                if q < low and change < 0.0 or q > high and change > 0.0:
+                    return None     # deeper into a limit's margin: see above
         share = MOMENTUM if len(moved) <= 6 else REDUNDANT_MOMENTUM
         start = tree.sweep([min(max(q + share * change, lo), hi) for q, change, lo, hi
                             in zip(seeded.q, moved, limits.lower, limits.upper)], _ORIGIN)

@@ -97,6 +97,8 @@ WRIST_RESTARTS = 2      # restarts of the wrist centre's solve before the whole 
 WRIST_BRANCHES = 2      # solves from other seeds where the wrist's limits rule a branch out
 FREE_STEP = 0.5         # radians: a redundant shoulder joint's step where its seed angle fits none
 FREE_STEPS = 6          # ... steps either way tried before the iterative solve of the centre
+TRACK_FREES = (0.05, 0.1, 0.2, 0.4, 0.7, 1.0, 1.5, 2.0, 3.0)  # rad: tracking's nearest exact
+#                         solution scans the free shoulder angle this far either way of the seed's
 
 # docs/solver.md, Heuristics: Caches
 KEPT_WEIGHTS = 16       # sets of subtree weights a tree keeps (one per targeted subset)
