@@ -24,8 +24,9 @@ declines and the full solve starts from the same seed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import repeat
 import math
-from operator import le, sub
+from operator import add, le, mul, sub
 
 from .limits import _clamped, JointLimits
 from .linalg import _NOT_POSITIVE_DEFINITE, _pushed
@@ -38,6 +39,8 @@ from .tuning import (DAMPING_FLOOR, DAMPING_MAX, DAMPING_MIN, DAMPING_START, EXP
                      MOMENTUM, MOMENTUM_MOST, POSE_DAMPING_FLOOR, POSE_STALL,
                      REDUNDANT_MOMENTUM, REDUNDANT_MOVE_LEAST, STALL, STALL_RELATIVE,
                      TRACK_STEPS)
+
+_new_tuple = tuple.__new__  # a _Steps from its fields without NamedTuple's Python __new__
 
 
 class _Tracking:
@@ -84,8 +87,9 @@ class _Tracking:
             return None
         limits = self.limits
         share = MOMENTUM if len(moved) <= 6 else REDUNDANT_MOMENTUM
-        start = tree.sweep([min(max(q + share * change, lo), hi) for q, change, lo, hi
-                            in zip(seeded.q, moved, limits.lower, limits.upper)], _ORIGIN)
+        # min(max(q + share * change, lo), hi) per joint, the loop in C (maps, no bytecode).
+        start = tree.sweep(list(map(min, map(max, map(add, seeded.q, map(
+            mul, repeat(share), moved)), limits.lower), limits.upper)), _ORIGIN)
         tracked = self._track(tree, start, targets, rotations, orientations, deadline)
         if tracked is not None:
             self._move = (tree, seeded.q, self._last[1].q)
@@ -159,8 +163,8 @@ class _Tracking:
                     return None
             error, excess = new_error, new_excess
             damping = max(used * 0.1, DAMPING_MIN)
-        return self._result(state, tree, targets, rotations, _Steps(
-            0, len(history) - 1, 0, initial, initial, history, None, False), orientations)
+        return self._result(state, tree, targets, rotations, _new_tuple(_Steps, (
+            0, len(history) - 1, 0, initial, initial, history, None, False)), orientations)
 
     def _track_step(self, tree: _Tree, state: _State, goal: tuple[float, float, float],
                     orientations: _Orientations | None, objective: float, excess: float,
