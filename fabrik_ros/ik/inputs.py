@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from .limits import _clipped
 from .model import _Tree
 from .points import _fit_without, _State
 from .rotations import _ORIGIN
@@ -197,5 +198,4 @@ class _Inputs:
         if not all(map(math.isfinite, values)):
             raise ValueError(f'seed is not finite: {values}')
         limits = self.limits
-        return tree.sweep([min(max(v, lo), hi)
-                           for v, lo, hi in zip(values, limits.lower, limits.upper)], _ORIGIN)
+        return tree.sweep(_clipped(values, limits.lower, limits.upper), _ORIGIN)

@@ -28,7 +28,7 @@ from itertools import repeat
 import math
 from operator import add, le, mul, sub
 
-from .limits import _clamped, JointLimits
+from .limits import _clamped, _clipped, JointLimits
 from .linalg import _NOT_POSITIVE_DEFINITE, _pushed
 from .model import _Tree
 from .orientations import _one_effector_fit, _Orientations
@@ -87,9 +87,8 @@ class _Tracking:
             return None
         limits = self.limits
         share = MOMENTUM if len(moved) <= 6 else REDUNDANT_MOMENTUM
-        # min(max(q + share * change, lo), hi) per joint, the loop in C (maps, no bytecode).
-        start = tree.sweep(list(map(min, map(max, map(add, seeded.q, map(
-            mul, repeat(share), moved)), limits.lower), limits.upper)), _ORIGIN)
+        start = tree.sweep(_clipped(map(add, seeded.q, map(mul, repeat(share), moved)),
+                                    limits.lower, limits.upper), _ORIGIN)
         tracked = self._track(tree, start, targets, rotations, orientations, deadline)
         if tracked is not None:
             self._move = (tree, seeded.q, self._last[1].q)
@@ -137,7 +136,8 @@ class _Tracking:
                 or math.dist(goal, start.points[effector.point]) > self.closing_radius:
             return None     # (the excess is at least the distance: a cold seed, told cheaply)
         objective, error = _one_effector_fit(start, goal, effector.point, orientations)
-        excess = max(math.sqrt(objective), 1e-15)
+        excess = math.sqrt(objective)
+        excess = 1e-15 if 1e-15 > excess else excess   # max(excess, 1e-15), without a call
         if excess > self.closing_radius:
             return None
         initial = error
@@ -154,7 +154,7 @@ class _Tracking:
                 return None
             state, used, objective, new_error = step
             history.append(math.sqrt(objective))
-            new_excess = max(history[-1], 1e-15)
+            new_excess = 1e-15 if 1e-15 > history[-1] else history[-1]     # (max, as above)
             if new_error > tolerance:   # the stall test: a step gaining too little ends it
                 stall = POSE_STALL if orientations is not None and len(history) > 2 \
                     and new_error > self.restart_error else EXPLORE_STALL
@@ -162,7 +162,8 @@ class _Tracking:
                         + stall * excess:
                     return None
             error, excess = new_error, new_excess
-            damping = max(used * 0.1, DAMPING_MIN)
+            damping = used * 0.1
+            damping = DAMPING_MIN if DAMPING_MIN > damping else damping     # (max)
         return self._result(state, tree, targets, rotations, _new_tuple(_Steps, (
             0, len(history) - 1, 0, initial, initial, history, None, False)), orientations)
 
@@ -253,7 +254,9 @@ def _compiled_step(kernel: Callable, tree: _Tree, state: _State,
     x, y, z = state.points[point]
     while damping <= DAMPING_MAX:
         try:
-            step = kernel(state.frames, x, y, z, s, residual, max(damping * scale, floor))
+            shifted = damping * scale
+            step = kernel(state.frames, x, y, z, s, residual,
+                          floor if floor > shifted else shifted)     # (max, without a call)
         except _NOT_POSITIVE_DEFINITE:
             return None, damping
         moved, held = _clamped(state.q, step, limits.lower, limits.upper)
