@@ -64,8 +64,7 @@ def _clipped(values: Iterable[float], lower: list[float], upper: list[float]) ->
     """
     Return min(max(v, lo), hi) per value and limit pair (lo <= hi), the same floats.
 
-    Written as comparisons: builtin min and max take 0.1 µs a call, a tracking solve's
-    start clipped by them as long as a third of its closing step.
+    Written as comparisons: builtin min and max take 0.1 µs a call.
     """
     return [lo if v < lo else hi if v > hi else v for v, lo, hi in zip(values, lower, upper)]
 

@@ -24,11 +24,10 @@ declines and the full solve starts from the same seed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import repeat
 import math
-from operator import add, le, mul, sub
+from operator import le
 
-from .limits import _clamped, _clipped, JointLimits
+from .limits import _clamped, JointLimits
 from .linalg import _NOT_POSITIVE_DEFINITE, _pushed
 from .model import _Tree
 from .orientations import _one_effector_fit, _Orientations
@@ -81,14 +80,21 @@ class _Tracking:
         if move is None or move[0] is not tree or seeded is not self._last[1] \
                 or move[2] != seeded.q:
             return None
-        moved = list(map(sub, seeded.q, move[1]))
-        most = max(map(abs, moved))
-        if most > MOMENTUM_MOST or len(moved) > 6 and most < REDUNDANT_MOVE_LEAST:
+        q, limits = seeded.q, self.limits
+        share = MOMENTUM if len(q) <= 6 else REDUNDANT_MOMENTUM
+        # One loop, no comprehension, maps or min and max calls (the tracking solve's
+        # cheapest): per joint its move, the largest move, and the start, clipped as
+        # limits._clipped clips.
+        ahead, most = [], 0.0
+        for now, before, lo, hi in zip(q, move[1], limits.lower, limits.upper):
+            change = now - before
+            size = abs(change)
+            most = size if size > most else most
+            value = now + share * change
+            ahead.append(lo if value < lo else hi if value > hi else value)
+        if most > MOMENTUM_MOST or len(q) > 6 and most < REDUNDANT_MOVE_LEAST:
             return None
-        limits = self.limits
-        share = MOMENTUM if len(moved) <= 6 else REDUNDANT_MOMENTUM
-        start = tree.sweep(_clipped(map(add, seeded.q, map(mul, repeat(share), moved)),
-                                    limits.lower, limits.upper), _ORIGIN)
+        start = tree.sweep(ahead, _ORIGIN)
         tracked = self._track(tree, start, targets, rotations, orientations, deadline)
         if tracked is not None:
             self._move = (tree, seeded.q, self._last[1].q)
