@@ -26,7 +26,7 @@ from __future__ import annotations
 from itertools import compress
 import math
 from operator import add, and_, le, not_
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from .linalg import _shifted_solve, _sub_triangle, _weighted_step
 from .rotations import _TWO_PI
@@ -58,6 +58,15 @@ def _limited_angle(best: float, current: float, lower: float, upper: float) -> f
     if lower <= angle <= upper:
         return angle
     return lower if math.cos(lower - best) >= math.cos(upper - best) else upper
+
+
+def _clipped(values: Iterable[float], lower: list[float], upper: list[float]) -> list[float]:
+    """
+    Return min(max(v, lo), hi) per value and limit pair (lo <= hi), the same floats.
+
+    Written as comparisons: builtin min and max take 0.1 µs a call.
+    """
+    return [lo if v < lo else hi if v > hi else v for v, lo, hi in zip(values, lower, upper)]
 
 
 def _clamped(q: list[float], step: list[float], lower: list[float], upper: list[float]

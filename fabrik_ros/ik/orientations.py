@@ -74,10 +74,12 @@ class _Orientations:
             frame = frames[effectors[index].parent]
             if mode == 'full':
                 turn = _turn(aim, frame)
-                found.append((*_rotation_vector(turn), turn))
+                angle, vector = _rotation_vector(turn)
+                found.append((angle, vector, turn))
             else:
                 reached = _apply(frame, aim)
-                found.append((*_axis_error(reached, target_axis), reached))
+                angle, vector = _axis_error(reached, target_axis)
+                found.append((angle, vector, reached))
         self._measured, self._found = state, found     # measured, then stepped from
         return found
 
@@ -184,4 +186,5 @@ def _one_effector_fit(state: _State, goal: tuple[float, float, float], point: in
         return distance * distance, distance
     (angle, _, _), = orientations.errors(state)
     turned = orientations.scale * angle     # metres, see _Orientations
-    return distance * distance + turned * turned, max(distance, turned)
+    # max(distance, turned), without the call (a tracking solve measures two fits)
+    return distance * distance + turned * turned, turned if turned > distance else distance

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import math
-from operator import le, sub
+from operator import le
 
 from .limits import _clamped, JointLimits
 from .linalg import _NOT_POSITIVE_DEFINITE, _pushed
@@ -38,6 +38,8 @@ from .tuning import (DAMPING_FLOOR, DAMPING_MAX, DAMPING_MIN, DAMPING_START, EXP
                      MOMENTUM, MOMENTUM_MOST, POSE_DAMPING_FLOOR, POSE_STALL,
                      REDUNDANT_MOMENTUM, REDUNDANT_MOVE_LEAST, STALL, STALL_RELATIVE,
                      TRACK_STEPS)
+
+_new_tuple = tuple.__new__  # a _Steps from its fields without NamedTuple's Python __new__
 
 
 class _Tracking:
@@ -81,20 +83,28 @@ class _Tracking:
         if move is None or move[0] is not tree or seeded is not self._last[1] \
                 or move[2] != seeded.q:
             return None
-        moved = list(map(sub, seeded.q, move[1]))
-        most = max(map(abs, moved))
-        if most > MOMENTUM_MOST or len(moved) > 6 and most < REDUNDANT_MOVE_LEAST:
+        q, limits = seeded.q, self.limits
+        share = MOMENTUM if len(q) <= 6 else REDUNDANT_MOMENTUM
+        # One loop, no comprehension, maps or min and max calls (the tracking solve's
+        # cheapest): per joint its move, the largest move, and the start, clipped as
+        # limits._clipped clips.
+        ahead, most = [], 0.0
+        for now, before, lo, hi in zip(q, move[1], limits.lower, limits.upper):
+            change = now - before
+            size = abs(change)
+            most = size if size > most else most
+            value = now + share * change
+            ahead.append(lo if value < lo else hi if value > hi else value)
+        if most > MOMENTUM_MOST or len(q) > 6 and most < REDUNDANT_MOVE_LEAST:
             return None
-        limits = self.limits
-        if len(moved) > 6 and not (all(map(le, limits.inner_lower, seeded.q))
-                                   and all(map(le, seeded.q, limits.inner_upper))):
-            for q, change, low, high in zip(seeded.q, moved, limits.inner_lower,
-                                            limits.inner_upper):
-                if q < low and change < 0.0 or q > high and change > 0.0:
+        if len(q) > 6 and not (all(map(le, limits.inner_lower, q))
+                               and all(map(le, q, limits.inner_upper))):
+            for now, before, low, high in zip(q, move[1], limits.inner_lower,
+                                              limits.inner_upper):
+                change = now - before
+                if now < low and change < 0.0 or now > high and change > 0.0:
                     return None     # deeper into a limit's margin: see above
-        share = MOMENTUM if len(moved) <= 6 else REDUNDANT_MOMENTUM
-        start = tree.sweep([min(max(q + share * change, lo), hi) for q, change, lo, hi
-                            in zip(seeded.q, moved, limits.lower, limits.upper)], _ORIGIN)
+        start = tree.sweep(ahead, _ORIGIN)
         tracked = self._track(tree, start, targets, rotations, orientations, deadline)
         if tracked is not None:
             self._move = (tree, seeded.q, self._last[1].q)
@@ -142,7 +152,8 @@ class _Tracking:
                 or math.dist(goal, start.points[effector.point]) > self.closing_radius:
             return None     # (the excess is at least the distance: a cold seed, told cheaply)
         objective, error = _one_effector_fit(start, goal, effector.point, orientations)
-        excess = max(math.sqrt(objective), 1e-15)
+        excess = math.sqrt(objective)
+        excess = 1e-15 if 1e-15 > excess else excess   # max(excess, 1e-15), without a call
         if excess > self.closing_radius:
             return None
         initial = error
@@ -159,7 +170,7 @@ class _Tracking:
                 return None
             state, used, objective, new_error = step
             history.append(math.sqrt(objective))
-            new_excess = max(history[-1], 1e-15)
+            new_excess = 1e-15 if 1e-15 > history[-1] else history[-1]     # (max, as above)
             if new_error > tolerance:   # the stall test: a step gaining too little ends it
                 stall = POSE_STALL if orientations is not None and len(history) > 2 \
                     and new_error > self.restart_error else EXPLORE_STALL
@@ -167,9 +178,10 @@ class _Tracking:
                         + stall * excess:
                     return None
             error, excess = new_error, new_excess
-            damping = max(used * 0.1, DAMPING_MIN)
-        return self._result(state, tree, targets, rotations, _Steps(
-            0, len(history) - 1, 0, initial, initial, history, None, False), orientations)
+            damping = used * 0.1
+            damping = DAMPING_MIN if DAMPING_MIN > damping else damping     # (max)
+        return self._result(state, tree, targets, rotations, _new_tuple(_Steps, (
+            0, len(history) - 1, 0, initial, initial, history, None, False)), orientations)
 
     def _track_step(self, tree: _Tree, state: _State, goal: tuple[float, float, float],
                     orientations: _Orientations | None, objective: float, excess: float,
@@ -258,7 +270,9 @@ def _compiled_step(kernel: Callable, tree: _Tree, state: _State,
     x, y, z = state.points[point]
     while damping <= DAMPING_MAX:
         try:
-            step = kernel(state.frames, x, y, z, s, residual, max(damping * scale, floor))
+            shifted = damping * scale
+            step = kernel(state.frames, x, y, z, s, residual,
+                          floor if floor > shifted else shifted)     # (max, without a call)
         except _NOT_POSITIVE_DEFINITE:
             return None, damping
         moved, held = _clamped(state.q, step, limits.lower, limits.upper)
