@@ -360,8 +360,10 @@ class StreamCollision:
         """
         Return the measured check of q, with each row's and pair's bound for later commands.
 
-        The pairs are bounded from the anchor's (their rows' fall since) while those have
-        fallen at most HORIZON since the balls bounded them, else by the balls again.
+        The pairs are bounded from the anchor's (their rows' fall since); once those have
+        fallen more than HORIZON since the balls bounded them, by the larger of that and
+        the balls' again (both lower bounds: a pair measured near the margin keeps the
+        better one, not the balls' slack, and need not be measured again).
         """
         kinematics, anchor = self._kinematics, self._anchor
         world = kinematics.chain.world_frames(q)
@@ -369,11 +371,10 @@ class StreamCollision:
         if anchor is not None:
             fall = kinematics.rows @ [abs(a - b) for a, b in zip(q.tolist(), anchor.q.tolist())]
             worn = anchor.worn + float(np.maximum.reduce(fall))
-            if worn <= HORIZON:
-                lower = anchor.pairs - fall.take(kinematics.row_of_pair)
-            else:
-                worn = 0.0
-        distance, pair, points, lower = pair_bounds(self._rows, world, HORIZON, lower)
+            lower = anchor.pairs - fall.take(kinematics.row_of_pair)
+        balls = lower is None or worn > HORIZON
+        distance, pair, points, lower = pair_bounds(self._rows, world, HORIZON, lower, balls)
+        worn = 0.0 if balls else worn
         first, second = pair_bodies(self._rows, pair)
         return _Check(np.array(q, dtype=float), float(distance), first, second, world,
                       kinematics.row_bounds(lower), lower, worn, pair, points)

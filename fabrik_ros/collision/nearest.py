@@ -283,18 +283,21 @@ def nearest_pair(rows: CheckRows, world: np.ndarray | None, floor: float = -_INF
 
 
 def pair_bounds(rows: CheckRows, world: np.ndarray, horizon: float,
-                lower: np.ndarray | None = None) -> tuple[float, int, list, np.ndarray]:
+                lower: np.ndarray | None = None, balls: bool = False
+                ) -> tuple[float, int, list, np.ndarray]:
     """
     Return nearest_pair's distance, pair and points, and a lower bound of every pair.
 
     The bounds (rows.pairs' order, metres): the pair's exact distance where its bound is
     below the smallest distance plus `horizon` (measured, from the smallest bound on),
     else its bound. The bounds measured from: `lower` (each pair's, from what the caller
-    knows), else the balls'. Needs a pair to check (rows.any).
+    knows), else the balls'; with balls, the larger of both. Needs a pair to check
+    (rows.any).
     """
-    if lower is None:
+    if balls or lower is None:
         flat, points = bounds(rows, world)
-        lower = np.minimum.reduceat(flat.take(rows.pair_entries), rows.pair_starts)
+        spheres = np.minimum.reduceat(flat.take(rows.pair_entries), rows.pair_starts)
+        lower = spheres if lower is None else np.maximum(lower, spheres)
     else:
         points = world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(
             rows.segment_local)[:3].tolist()
