@@ -312,8 +312,9 @@ def pair_bounds(rows: CheckRows, world: np.ndarray, horizon: float,
             distance = measured[pair] = exact(rows, points, pair)
             if distance < best:
                 best, best_pair = distance, pair
-    pairs = list(measured)
-    lower[pairs] = np.maximum(lower[pairs], list(measured.values()))
+    for pair, distance in measured.items():  # a few: item by item costs less than a gather
+        if distance > lower[pair]:
+            lower[pair] = distance
     return best, best_pair, points, lower
 
 
