@@ -32,8 +32,10 @@ The rule, with c0 the clearance of the command before and ESCAPE_DIP = 0.5 mm:
 The proof is conservative advancement (fabrik_ros.stream_bounds): each row (a moving link
 against every obstacle, a self pair) falls at most its rate times |dq| along a straight
 joint motion dq, by the joints' reaches. A measured check (the anchor) keeps a lower
-bound of every pair's distance: exact for the pairs within HORIZON of the closest, the
-broad phase's ball bound for the others. A command is sent without a measurement where
+bound of every pair's distance: exact for the pairs within HORIZON of the closest, for
+the others the bound carried from the check before (less its row's fall since), and the
+larger of that and the broad phase's ball bound once the carried bounds have fallen
+HORIZON since the balls'. A command is sent without a measurement where
 every pair stays at least the margin along the motion from the anchor: by its bound
 less its row's fall (|q - anchor.q| along the motion is at most the larger end's, per
 coordinate), or, for the few pairs that bound does not clear, by their separating
