@@ -32,8 +32,10 @@ The rule, with c0 the clearance of the command before and ESCAPE_DIP = 0.5 mm:
 The proof is conservative advancement (fabrik_ros.stream_bounds): each row (a moving link
 against every obstacle, a self pair) falls at most its rate times |dq| along a straight
 joint motion dq, by the joints' reaches. A measured check (the anchor) keeps a lower
-bound of every pair's distance: exact for the pairs within HORIZON of the closest, the
-broad phase's ball bound for the others. A command is sent without a measurement where
+bound of every pair's distance: exact for the pairs within HORIZON of the closest, for
+the others the bound carried from the check before (less its row's fall since), and the
+larger of that and the broad phase's ball bound once the carried bounds have fallen
+HORIZON since the balls'. A command is sent without a measurement where
 every pair stays at least the margin along the motion from the anchor: by its bound
 less its row's fall (|q - anchor.q| along the motion is at most the larger end's, per
 coordinate), or, for the few pairs that bound does not clear, by their separating
@@ -360,8 +362,10 @@ class StreamCollision:
         """
         Return the measured check of q, with each row's and pair's bound for later commands.
 
-        The pairs are bounded from the anchor's (their rows' fall since) while those have
-        fallen at most HORIZON since the balls bounded them, else by the balls again.
+        The pairs are bounded from the anchor's (their rows' fall since); once those have
+        fallen more than HORIZON since the balls bounded them, by the larger of that and
+        the balls' again (both lower bounds: a pair measured near the margin keeps the
+        better one, not the balls' slack, and need not be measured again).
         """
         kinematics, anchor = self._kinematics, self._anchor
         world = kinematics.chain.world_frames(q)
@@ -369,11 +373,10 @@ class StreamCollision:
         if anchor is not None:
             fall = kinematics.rows @ [abs(a - b) for a, b in zip(q.tolist(), anchor.q.tolist())]
             worn = anchor.worn + float(np.maximum.reduce(fall))
-            if worn <= HORIZON:
-                lower = anchor.pairs - fall.take(kinematics.row_of_pair)
-            else:
-                worn = 0.0
-        distance, pair, points, lower = pair_bounds(self._rows, world, HORIZON, lower)
+            lower = anchor.pairs - fall.take(kinematics.row_of_pair)
+        balls = lower is None or worn > HORIZON
+        distance, pair, points, lower = pair_bounds(self._rows, world, HORIZON, lower, balls)
+        worn = 0.0 if balls else worn
         first, second = pair_bodies(self._rows, pair)
         return _Check(np.array(q, dtype=float), float(distance), first, second, world,
                       kinematics.row_bounds(lower), lower, worn, pair, points)

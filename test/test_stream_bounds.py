@@ -20,9 +20,12 @@ straight joint motion from a measured check: by the joints' reaches, and for the
 below the level asked for also by their separating planes (first order, within a second
 order term). Checked against the clearance sampled densely along random motions near
 random measured configurations of the real arms among the obstacles, with every pair's
-plane asked for (an infinite level) and with none (the reaches alone).
+plane asked for (an infinite level) and with none (the reaches alone). The pairs' bounds it
+starts from are lower bounds too: carried from check to check (their rows' fall since),
+and where the balls bound them again the larger of that and the balls'.
 """
 
+from fabrik_ros.collision.nearest import exact
 from fabrik_ros.controller import IkController
 import numpy as np
 import pytest
@@ -33,13 +36,19 @@ SAMPLES = 33        # clearance samples along a motion
 TOLERANCE = 1e-9    # m
 
 
-@pytest.mark.parametrize('name', list(ROBOTS))
-def test_the_motion_bound_is_never_above_the_clearance_along_the_motion(name):
-    chain = ROBOTS[name]()
+def _check(chain):
+    """Return the stream's collision check of a controller of chain among SCENE."""
     controller = IkController(make_settings(chain), 0.0, command_period=0.01, feedback=False)
     controller.set_obstacles(SCENE)
     check = controller.collision
     assert check.update(controller)
+    return check
+
+
+@pytest.mark.parametrize('name', list(ROBOTS))
+def test_the_motion_bound_is_never_above_the_clearance_along_the_motion(name):
+    chain = ROBOTS[name]()
+    check = _check(chain)
     bounds, model, scene = check._kinematics, check._model, check._scene
     generator = np.random.default_rng(3)
     low, high = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
@@ -57,3 +66,22 @@ def test_the_motion_bound_is_never_above_the_clearance_along_the_motion(name):
             assert by_reaches <= least + TOLERANCE
             sharpened += by_planes > by_reaches
     assert sharpened > 0    # the planes were in force somewhere
+
+
+@pytest.mark.parametrize('name', list(ROBOTS))
+def test_every_pairs_bound_carried_along_a_walk_stays_below_its_distance(name):
+    chain = ROBOTS[name]()
+    check = _check(chain)
+    rows = check._rows
+    generator = np.random.default_rng(5)
+    low, high = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
+    q, carried, again = generator.uniform(low, high), 0, 0
+    for step in range(80):
+        measured = check._evaluate(q)   # from the check before it (its anchor)
+        distances = [exact(rows, measured.points, pair) for pair in range(len(rows.pairs))]
+        assert np.all(measured.pairs <= np.array(distances) + TOLERANCE)
+        carried += measured.worn > 0.0
+        again += step > 0 and measured.worn == 0.0
+        check._anchor = measured
+        q = np.clip(q + generator.uniform(-0.004, 0.004, len(q)), low, high)
+    assert carried > 0 and again > 0   # bounds carried, and the balls' taken again

@@ -89,8 +89,18 @@ class CheckRows:
         self.first, self.second = np.array(first, dtype=int), np.array(second, dtype=int)
         radii = np.array([radius for _, radius in columns])
         self.offsets = -(radii[self.first] + radii[self.second]) if first else np.empty(0)
-        self.fixed_centres = np.array([centre for centre, _ in columns[self.balls:]]
-                                      ).reshape(-1, 3).T.copy()
+        fixed = np.array([centre for centre, _ in columns[self.balls:]]).reshape(-1, 3).T
+        # Each ball entry's centre difference from the bodies' placed centres, one product:
+        # +1 and -1 (at most two terms, the rest exact zeros: the subtraction's own
+        # rounding), less a fixed centre.
+        self.differences = np.zeros((self.balls, len(first)))
+        self.fixed_differences = np.zeros((3, len(first)))
+        for entry, (a, c) in enumerate(zip(first, second)):
+            self.differences[a, entry] = 1.0
+            if c < self.balls:
+                self.differences[c, entry] = -1.0
+            else:
+                self.fixed_differences[:, entry] = -fixed[:, c - self.balls]
         frames = int(model.body_frames.max()) + 1 if bodies else 0
         self.frames = frames
         points = ([(row, centre, 1.0) for row, balls in enumerate(body_balls)
@@ -193,14 +203,17 @@ def placed_points(rows: CheckRows, world: np.ndarray) -> np.ndarray:
 
 def placed_bounds(rows: CheckRows, placed: np.ndarray) -> tuple[np.ndarray, list]:
     """Return bounds' answer from the points of `local` placed in the base frame (4, k)."""
-    balls = rows.balls
-    centres = np.concatenate((placed[:3, :balls], rows.fixed_centres), axis=1)
-    differences = centres.take(rows.first, axis=1) - centres.take(rows.second, axis=1)
-    bound = np.sqrt(np.add.reduce(differences * differences, axis=0))
+    balls, count = rows.balls, len(rows.first)
+    differences = placed[:3, :balls].dot(rows.differences)
+    differences += rows.fixed_differences
+    differences *= differences
+    bound = np.empty(len(rows.offsets))
+    np.sqrt(np.add.reduce(differences, axis=0), out=bound[:count])
     if rows.boxes:
         faces = rows.planes.dot(placed[:, :balls]).reshape(rows.boxes, 6, balls)
-        bound = np.concatenate((bound, np.maximum.reduce(faces, axis=1).ravel()))
-    return bound + rows.offsets, placed[:3, balls:].tolist()
+        np.maximum.reduce(faces, axis=1, out=bound[count:].reshape(rows.boxes, balls))
+    bound += rows.offsets
+    return bound, placed[:3, balls:].tolist()
 
 
 def nearest(model: CollisionModel, rows: CheckRows, world: np.ndarray,
@@ -270,18 +283,21 @@ def nearest_pair(rows: CheckRows, world: np.ndarray | None, floor: float = -_INF
 
 
 def pair_bounds(rows: CheckRows, world: np.ndarray, horizon: float,
-                lower: np.ndarray | None = None) -> tuple[float, int, list, np.ndarray]:
+                lower: np.ndarray | None = None, balls: bool = False
+                ) -> tuple[float, int, list, np.ndarray]:
     """
     Return nearest_pair's distance, pair and points, and a lower bound of every pair.
 
     The bounds (rows.pairs' order, metres): the pair's exact distance where its bound is
     below the smallest distance plus `horizon` (measured, from the smallest bound on),
     else its bound. The bounds measured from: `lower` (each pair's, from what the caller
-    knows), else the balls'. Needs a pair to check (rows.any).
+    knows), else the balls'; with balls, the larger of both. Needs a pair to check
+    (rows.any).
     """
-    if lower is None:
+    if balls or lower is None:
         flat, points = bounds(rows, world)
-        lower = np.minimum.reduceat(flat.take(rows.pair_entries), rows.pair_starts)
+        spheres = np.minimum.reduceat(flat.take(rows.pair_entries), rows.pair_starts)
+        lower = spheres if lower is None else np.maximum(lower, spheres)
     else:
         points = world[:rows.frames].transpose(1, 0, 2).reshape(4, -1).dot(
             rows.segment_local)[:3].tolist()
@@ -296,8 +312,9 @@ def pair_bounds(rows: CheckRows, world: np.ndarray, horizon: float,
             distance = measured[pair] = exact(rows, points, pair)
             if distance < best:
                 best, best_pair = distance, pair
-    pairs = list(measured)
-    lower[pairs] = np.maximum(lower[pairs], list(measured.values()))
+    for pair, distance in measured.items():  # a few: item by item costs less than a gather
+        if distance > lower[pair]:
+            lower[pair] = distance
     return best, best_pair, points, lower
 
 

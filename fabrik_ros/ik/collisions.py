@@ -298,6 +298,11 @@ class _Search:
         self.answer = answer
         self.geometry = collisions._geometry
         self.turns = goal_turns(solver, problem.rotations or [None] * len(problem.targets))
+        # _measured's goals as plain floats: math.dist and _rotation_error read them
+        # element by element, which numpy's scalars make dearer.
+        self._goals = [None if goal is None else [float(value) for value in goal]
+                       for goal in problem.targets]
+        self._turn_targets = [rotation.ravel().tolist() for _, _, rotation, _ in self.turns]
         self.margin = collisions.margin
         self.model = collisions.model
         self.lower, self.upper = solver.chain.lower, solver.chain.upper
@@ -486,17 +491,17 @@ class _Search:
         """Return the tool positions (m, 3) at world, their errors and angles (NaN: no goal)."""
         tools = self.geometry.tool_frames(world)
         positions = tools[:, :3, 3]
-        errors = np.array([math.dist(goal, position) if goal is not None else math.nan
-                           for goal, position in zip(self.problem.targets, positions)])
+        rows = tools[:, :3].tolist()    # per tool: its three rows, rotation and position
+        errors = np.array([math.dist(goal, (x[3], y[3], z[3])) if goal is not None
+                           else math.nan for goal, (x, y, z) in zip(self._goals, rows)])
         angles = np.full(len(positions), math.nan)
-        for row, mode, rotation, axis in self.turns:
-            reached = tools[row, :3, :3]
+        for (row, mode, rotation, axis), target in zip(self.turns, self._turn_targets):
             if mode == 'axis':
-                cosine = float((reached @ axis) @ (rotation @ axis))
+                cosine = float((tools[row, :3, :3] @ axis) @ (rotation @ axis))
                 angles[row] = math.acos(max(-1.0, min(1.0, cosine)))
             else:
-                angles[row] = _rotation_error(reached.ravel().tolist(),
-                                              rotation.ravel().tolist())[0]
+                x, y, z = rows[row]
+                angles[row] = _rotation_error(x[:3] + y[:3] + z[:3], target)[0]
         return positions, errors, angles
 
     def _met(self, positions: np.ndarray, errors: np.ndarray, angles: np.ndarray) -> bool:
