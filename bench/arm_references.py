@@ -44,7 +44,8 @@ from fabrik_ros.chain import Chain, quaternion_from_rotation
 from fabrik_ros.ik import IkSolver
 import numpy as np
 from solve_timing import fast_poses, in_turns, LIMIT_SLACK_RAD, limit_violation, \
-    pose_errors, random_poses, SEED, smooth_poses, spread, SUCCESS_M, SUCCESS_RAD, timed
+    pose_errors, random_poses, SEED, smooth_poses, spread, SUCCESS_M, SUCCESS_RAD, TIGHT_M, \
+    TIGHT_RAD, timed
 
 REPO = Path(__file__).resolve().parents[1]
 WARMUP = 10             # untimed solves per solver before a stage's timed ones
@@ -173,7 +174,8 @@ def stage_figures(chain: Chain, solves: dict[str, Solve], poses: np.ndarray,
     start None: every solve starts from the neutral seed; else tracking, each solve seeded
     with the solver's previous answer, the first with start. The poses become the solvers'
     input (a position and a quaternion x, y, z, w, as a ROS Pose carries them) before the
-    timing; full: success needs the orientation too.
+    timing; full: success needs the orientation too. tight_success_rate: the share within
+    fabrik_ros's default tolerances (0.1 mm, 1 mrad), stricter than success (1 mm, 1 deg).
     """
     targets = [(pose[:3, 3].copy(), quaternion_from_rotation(pose[:3, :3])) for pose in poses]
     neutral = chain.neutral()
@@ -191,15 +193,17 @@ def stage_figures(chain: Chain, solves: dict[str, Solve], poses: np.ndarray,
         answer = np.asarray(answer, dtype=float)
         distance, angle = pose_errors(chain, answer, poses[index])
         records[label].append((wall, cpu, distance <= SUCCESS_M and (
-            angle <= SUCCESS_RAD or not full), limit_violation(chain, answer),
+            angle <= SUCCESS_RAD or not full), distance <= TIGHT_M and (
+            angle <= TIGHT_RAD or not full), limit_violation(chain, answer),
             float(np.max(np.abs(answer - seed)))))
         if start is not None:
             last[label] = answer
     figures = {}
     for label, rows in records.items():
-        walls, cpus, successes, violations, jumps = zip(*rows)
+        walls, cpus, successes, tight, violations, jumps = zip(*rows)
         figures[label] = {
             'targets': len(rows), 'success_rate': float(np.mean(successes)),
+            'tight_success_rate': float(np.mean(tight)),
             'wall': spread(walls), 'cpu': spread(cpus),
             'limit_violations': int(np.sum(np.array(violations) > LIMIT_SLACK_RAD)),
             'max_limit_violation_rad': float(max(violations))}

@@ -36,6 +36,7 @@ import numpy as np
 SEED = 2011             # FABRIK's year: fixed targets, comparable runs
 SUCCESS_M = 1e-3        # a solve succeeds when FK of its answer is this close (metres)
 SUCCESS_RAD = math.radians(1.0)  # ... and its tool frame this close (full poses)
+TIGHT_M, TIGHT_RAD = 1e-4, 1e-3  # fabrik_ros's default tolerances: the share within them too
 LIMIT_SLACK_RAD = 1e-9  # an answer further than this outside a limit counts as a violation
 
 T = TypeVar('T')
