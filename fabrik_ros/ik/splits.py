@@ -60,15 +60,9 @@ class _Split:
         self.lower, self.upper = solver.limits.lower, solver.limits.upper
 
     @staticmethod
-    def of(solver: IkSolver, max_restarts: int,
-           sub_solver: Callable[[Chain, int], IkSolver]) -> _Split | None:
-        """
-        Return the split for the solver's chain and mode, None if it has none.
-
-        sub_solver(arm, max_restarts): a solver of the joints above a wrist with the
-        solver's settings (IkSolver._sub_solver).
-        """
-        return _Wrist.of(solver, max_restarts, sub_solver) or _OffsetWrist.of(solver) \
+    def of(solver: IkSolver, max_restarts: int) -> _Split | None:
+        """Return the split for the solver's chain and mode, None if it has none."""
+        return _Wrist.of(solver, max_restarts) or _OffsetWrist.of(solver) \
             or _OffsetElbow.of(solver)
 
     def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
@@ -160,15 +154,14 @@ class _Wrist(_Split):
                                                          _ORIGIN).frames[self.k - 1])
 
     @classmethod
-    def of(cls, solver: IkSolver, max_restarts: int,
-           sub_solver: Callable[[Chain, int], IkSolver]) -> _Wrist | None:
+    def of(cls, solver: IkSolver, max_restarts: int) -> _Wrist | None:
         """Return the split for the solver's chain, None if it has no such wrist."""
         split = split_at_wrist(solver.chain, solver.tolerance,
                                solver.tool_axes[0] if solver.orientation_modes[0] == 'axis'
                                else None)
         if split is None:
             return None
-        arm = sub_solver(split.arm, min(max_restarts, WRIST_RESTARTS))
+        arm = _arm_solver(solver, split.arm, min(max_restarts, WRIST_RESTARTS))
         # A joint's canonical frame is its parent's times its rotation at zero, turned about
         # its z axis; the product of the wrist's rotations at zero carries its axes.
         frame, axes = _IDENTITY, []
@@ -328,6 +321,20 @@ class _OffsetElbow(_Split):
         """Return the closed form's angles; see _Split.pose_angles."""
         return (swept_angles(self.arm, goal, rotation, start.q, self.lower, self.upper,
                              FREE_STEP, FREE_STEPS), [0, 0, 0], math.nan)
+
+
+def _arm_solver(solver: IkSolver, arm: Chain, max_restarts: int) -> IkSolver:
+    """
+    Return a solver of the joints above a wrist with the solver's settings.
+
+    Its position solves keep to FABRIK and closing steps (not fabrik_ros.ik.reach's closed
+    form): a split tries the shoulder's closed form itself, and falls back on the arm's.
+    """
+    solve = type(solver)(arm, solver.tolerance, solver.max_iterations, fit=solver.fit,
+                         fabrik_gain=solver.fabrik_gain, max_restarts=max_restarts,
+                         clock=solver.clock, self_collision=False)
+    solve._reach = None
+    return solve
 
 
 def _squared(angles: Sequence[float], seed: Sequence[float]) -> float:
