@@ -203,7 +203,8 @@ class TestShoulder:
         real, _ = hypothesis_draws(data.draw)
         arm = shoulder_arm(real, redundant=True)
         solver = IkSolver(arm)
-        q, seed = random_pose(arm, real), random_pose(arm, real)
+        q = random_pose(arm, real)
+        seed = np.clip(random_pose(arm, real), arm.lower, arm.upper)  # as the solver clips it
         q[2], q[4:] = seed[2], seed[4:]
         target = arm.tip_position(q)
         assume(np.linalg.norm(arm.tip_position(seed) - target) > solver.closing_radius)
@@ -214,6 +215,15 @@ class TestShoulder:
         assert np.sum((result.q - seed) ** 2) <= np.sum((q - seed) ** 2) + 1e-9
         assert_within_limits(arm, result.q)
         assert result.history == [pytest.approx(result.initial_error), result.error]
+
+    def test_an_iiwa_like_arm_stays_where_its_seed_is_within_the_tolerance(self):
+        real, _ = plain_draws(31)
+        arm = shoulder_arm(real, redundant=True)
+        solver = IkSolver(arm, tolerance=0.2, closing_radius=0.0)
+        for _ in range(10):
+            seed = np.clip(random_pose(arm, real), arm.lower, arm.upper)
+            result = solver.solve(arm.tip_position(seed) + [0.0, 0.0, 0.1], seed)
+            assert result.reached and result.q.tolist() == seed.tolist()
 
 
 class TestWristAngles:

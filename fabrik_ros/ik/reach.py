@@ -52,7 +52,7 @@ class _ShoulderReach:
     distance from it. A redundant third shoulder joint keeps its seed angle too. Of the
     solutions (elbow and shoulder either way) within the limits, the one nearest the seed;
     the solve answers it where it reaches the target. Where none fits, or the seed is
-    within the closing radius (tracking), the solve goes on as without it.
+    within the closing radius (tracking) or the tolerance, the solve goes on as without it.
     """
 
     def __init__(self, shoulder: Shoulder, k: int, effector_point: int, tolerance: float,
@@ -94,8 +94,8 @@ class _ShoulderReach:
         """
         target = targets[0]
         distance = math.dist(target, start.points[self.point])
-        if distance <= self.closing_radius:
-            return None
+        if distance <= self.closing_radius or distance <= self.tolerance:
+            return None     # tracking, or reached already: the seed stays
         k, seed = self.k, start.q
         shoulder = self._shoulder(tree, seed[k:])
         if shoulder is None:
