@@ -36,8 +36,8 @@ from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _apply, _IDENTITY, _ORIGIN, _product, _transposed, _turn
 from .tuning import FREE_STEP, FREE_STEPS, WRIST_BRANCHES, WRIST_RESTARTS
-from .wrist import (nearest_wrist_angles, shoulder_angles, spherical_shoulder, spherical_wrist,
-                    split_at_wrist, turned_back, turned_back_vector, wrist_angles,
+from .wrist import (shoulder_angles, spherical_shoulder, spherical_wrist, split_at_wrist,
+                    turned_back_vector, turned_back_wrist_angles, turned_wrist, wrist_angles,
                     wrist_pointing)
 
 if TYPE_CHECKING:
@@ -149,9 +149,10 @@ class _Wrist(_Split):
         self.anchor, self.reach = arm._tree.neutral.points[effector.anchor], effector.reach
         # A spherical shoulder puts the arm's angles in closed form too (see _closed_form).
         self.shoulder = spherical_shoulder(arm.chain, solver.tolerance)
-        # The frame of the joint above the wrist at q = 0, transposed (see _closed_form).
-        self.above_zero = _transposed(solver._tree.sweep([0.0] * solver.chain.dof,
-                                                         _ORIGIN).frames[self.k - 1])
+        # The frame of the joint above the wrist at q = 0, transposed, and the wrist in the
+        # base frame at q = 0 (see _closed_form).
+        above = solver._tree.sweep([0.0] * solver.chain.dof, _ORIGIN).frames[self.k - 1][:9]
+        self.above_zero, self.base_wrist = _transposed(above), turned_wrist(self.wrist, above)
 
     @classmethod
     def of(cls, solver: IkSolver, max_restarts: int) -> _Wrist | None:
@@ -235,9 +236,11 @@ class _Wrist(_Split):
             frees = (value for step in range(FREE_STEPS + 1)
                      for value in ((held + step * FREE_STEP, held - step * FREE_STEP)
                                    if step else (held,)) if low <= value <= high)
-        shoulder, wrist, above_zero = self.shoulder, self.wrist, self.above_zero
+        shoulder, wrist, above_zero = self.shoulder, self.base_wrist, self.above_zero
         full, arm_seed, arm_lower, arm_upper = self.tool_axis is None, seed[:k], lower[:k], \
             upper[:k]
+        if full:    # the turn's wrist axis a3 and direction across it, turned back below
+            third, across = _apply(aim, self.wrist.third), _apply(aim, self.wrist.across)
         for free in frees:
             best, distance = None, math.inf
             # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
@@ -245,16 +248,16 @@ class _Wrist(_Split):
                                                    arm_upper)):
                 if moved >= distance:
                     break
-                # The wrist's turn in the frame of the joint above it (see pose_angles).
+                # The wrist's turn, in the base frame at q = 0 (turned back by the arm).
                 if full:
-                    found = nearest_wrist_angles(
-                        wrist, _product(above_zero, turned_back(shoulder.arm, q, aim)),
-                        wrist_seed, wrist_lower, wrist_upper, distance - moved)
+                    found = turned_back_wrist_angles(
+                        wrist, shoulder.arm, q, third, across, wrist_seed, wrist_lower,
+                        wrist_upper, distance - moved)
                     if found is not None and moved + found[1] < distance:
                         best, distance = q + found[0], moved + found[1]
                     continue
                 angles = wrist_pointing(
-                    wrist, self.along, _apply(above_zero, turned_back_vector(
+                    self.wrist, self.along, _apply(above_zero, turned_back_vector(
                         shoulder.arm, q, aim)), wrist_seed, wrist_lower, wrist_upper)
                 if angles is not None:
                     moved += _squared(angles, wrist_seed)
