@@ -154,10 +154,10 @@ def test_enable_and_hold_services(start_node, client, chain):
         lambda: (client.latest_status('/ik_node') or {}).get('enabled') == 'False', 2.5)
 
 
-def measured_at(client: Client, chain, pose: np.ndarray) -> dict[str, str]:
-    """Publish the arm as measured at a pose, like a driver; return node params."""
+def measured_at_neutral(client: Client, chain) -> dict[str, str]:
+    """Publish the arm as measured at its neutral pose, like a driver; return node params."""
     publisher = client.node.create_publisher(JointState, MEASURED_TOPIC, 10)
-    measured = JointState(name=chain.joint_names, position=pose.tolist())
+    measured = JointState(name=chain.joint_names, position=chain.neutral().tolist())
     client.node.create_timer(0.05, lambda: publisher.publish(measured))  # while it spins
     return {'feedback_topic': MEASURED_TOPIC}
 
@@ -166,10 +166,7 @@ def test_every_output_carries_the_joint_order_and_values(start_node, client, cha
     order = chain.joint_names[::-1]
     start_arm(start_node, client, outputs=['joint_state', 'joint_trajectory',
                                            'forward_command'],
-              command_joints=order, **STREAM,
-              # Measured where every joint differs (a cold solve keeps the joints past the
-              # elbow at the seed's angles: from neutral, all zero).
-              **measured_at(client, chain, 0.5 * POSE_REACHED))
+              command_joints=order, **STREAM, **measured_at_neutral(client, chain))
     trajectories: list[JointTrajectory] = []
     arrays: list[Float64MultiArray] = []
     client.node.create_subscription(JointTrajectory, '/ik_node/joint_trajectory',

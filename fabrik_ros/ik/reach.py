@@ -36,7 +36,7 @@ from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _ORIGIN
 from .subproblems import spin
-from .tuning import REDUNDANT_JOINTS
+from .tuning import HELD_MOST, REDUNDANT_JOINTS
 from .wrist import _CENTRE_OFF, serial_revolute, Shoulder, shoulder_angles, spherical_shoulder
 
 if TYPE_CHECKING:
@@ -47,11 +47,13 @@ class _ShoulderReach:
     """
     A single arm's cold position solve in closed form (see the module docstring).
 
-    A serial revolute chain to one tool on a pinned root whose first two or three joints
-    turn about axes through one point and whose next joint, the elbow, changes the tool's
-    distance from it. A redundant third shoulder joint keeps its seed angle too. Of the
-    solutions (elbow and shoulder either way) within the limits, the one nearest the seed;
-    the solve answers it where it reaches the target. Where none fits, or the seed is
+    A serial revolute chain of REDUNDANT_JOINTS or more to one tool on a pinned root whose
+    first two or three joints turn about axes through one point and whose next joint, the
+    elbow, changes the tool's distance from it, with at most HELD_MOST joints past it (a
+    wrist; a tentacle's long chain past it is left to FABRIK, which bends all of it). A
+    redundant third shoulder joint keeps its seed angle too. Of the solutions (elbow and
+    shoulder either way) within the limits, the one nearest the seed; the solve answers it
+    where it reaches the target. Where none fits, or the seed is
     within the closing radius (tracking) or the tolerance, the solve goes on as without it.
     """
 
@@ -72,8 +74,8 @@ class _ShoulderReach:
                 or not serial_revolute(chain, n):
             return None
         for k in (3, 4):
-            if k > n:
-                break
+            if n - k > HELD_MOST:   # past the elbow a wrist, not a tentacle's long chain
+                continue
             arm = Chain(chain.base_link, chain.joints[:k],
                         [Effector('tool', k - 1, _tool_in(chain, k))])
             shoulder = spherical_shoulder(arm, solver.tolerance)

@@ -127,8 +127,8 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
     so does a seven-joint arm of the Franka Panda's kind (a spherical shoulder, an elbow, a
     fifth and a sixth axis that meet: fabrik_ros.ik.offset_elbow), its seventh joint at its
     seed angle, or else at the nearest angle of a sweep at which a solution fits the limits.
-    Seven joints or more, a spherical shoulder, an elbow (iiwa, Panda): cold positions in
-    closed form, the joints past the elbow at their seeds' angles (fabrik_ros.ik.reach).
+    Seven joints: a spherical shoulder, an elbow, a wrist (iiwa, Panda): cold positions in
+    closed form, the wrist's joints at their seeds' angles (fabrik_ros.ik.reach).
 
     Collisions (fabrik_ros.ik.collisions): collision_margin, metres, is how far apart every
     checked pair must be in a reached answer: the links against each other

@@ -100,6 +100,7 @@ FREE_STEPS = 6          # ... steps either way tried before the iterative solve 
 
 # docs/solver.md, Heuristics: Cold positions in closed form
 REDUNDANT_JOINTS = 7    # arms of this many joints or more take cold positions in closed form
+HELD_MOST = 3           # ... where at most this many joints past the elbow (a wrist) are held
 
 # docs/solver.md, Heuristics: Caches
 KEPT_WEIGHTS = 16       # sets of subtree weights a tree keeps (one per targeted subset)
