@@ -36,31 +36,32 @@ from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _ORIGIN
 from .subproblems import spin
-from .tuning import HELD_MOST, REDUNDANT_JOINTS
 from .wrist import _CENTRE_OFF, serial_revolute, Shoulder, shoulder_angles, spherical_shoulder
 
 if TYPE_CHECKING:
     from .solver import IkSolver
+
+_MOVED = 4      # the joints that move: the shoulder's three and the elbow
 
 
 class _ShoulderReach:
     """
     A single arm's cold position solve in closed form (see the module docstring).
 
-    A serial revolute chain of REDUNDANT_JOINTS or more to one tool on a pinned root whose
-    first two or three joints turn about axes through one point and whose next joint, the
-    elbow, changes the tool's distance from it, with at most HELD_MOST joints past it (a
-    wrist; a tentacle's long chain past it is left to FABRIK, which bends all of it). A
-    redundant third shoulder joint keeps its seed angle too. Of the solutions (elbow and
-    shoulder either way) within the limits, the one nearest the seed; the solve answers it
-    where it reaches the target. Where none fits, or the seed is
-    within the closing radius (tracking) or the tolerance, the solve goes on as without it.
+    Seven revolute joints in a row to one tool on a pinned root: three whose axes pass
+    through one point (the shoulder, the third redundant for a position), an elbow that
+    changes the tool's distance from it and three more (the wrist), as the iiwa's and the
+    Panda's. The wrist's joints and the redundant shoulder joint keep their seed angles.
+    Of the solutions (elbow and shoulder either way) within the limits, the one nearest
+    the seed; the solve answers it where it reaches the target. Where none fits, or the
+    seed is within the closing radius (tracking) or the tolerance, the solve goes on as
+    without it. (Other chains keep FABRIK: six-joint arms their answers, a tentacle's long
+    chain past a shoulder its bending all along.)
     """
 
-    def __init__(self, shoulder: Shoulder, k: int, effector_point: int, tolerance: float,
+    def __init__(self, shoulder: Shoulder, effector_point: int, tolerance: float,
                  closing_radius: float) -> None:
-        self.shoulder = shoulder            # the lever of the joints past the elbow at zero
-        self.k = k                          # the joints that move: the shoulder's and elbow
+        self.shoulder = shoulder            # its lever: the wrist at zero
         self.point = effector_point         # the tool's point in the tree
         self.tolerance, self.closing_radius = tolerance, closing_radius
         self._held: tuple[list[float], Shoulder | None] = ([], None)    # the last seed's
@@ -69,20 +70,15 @@ class _ShoulderReach:
     def of(cls, solver: IkSolver) -> _ShoulderReach | None:
         """Return the closed form of the solver's position solves, None if it has none."""
         chain = solver.chain
-        n = chain.dof
-        if n < REDUNDANT_JOINTS or solver.root != 'pinned' or not solver._trackable \
-                or not serial_revolute(chain, n):
+        if solver.root != 'pinned' or not solver._trackable or not serial_revolute(chain, 7):
             return None
-        for k in (3, 4):
-            if n - k > HELD_MOST:   # past the elbow a wrist, not a tentacle's long chain
-                continue
-            arm = Chain(chain.base_link, chain.joints[:k],
-                        [Effector('tool', k - 1, _tool_in(chain, k))])
-            shoulder = spherical_shoulder(arm, solver.tolerance)
-            if shoulder is not None:
-                return cls(shoulder, k, solver._tree.effectors[0].point, solver.tolerance,
-                           solver.closing_radius)
-        return None
+        arm = Chain(chain.base_link, chain.joints[:_MOVED], [Effector('tool', _MOVED - 1,
+                                                                      _tool_in(chain))])
+        shoulder = spherical_shoulder(arm, solver.tolerance)
+        if shoulder is None:
+            return None
+        return cls(shoulder, solver._tree.effectors[0].point, solver.tolerance,
+                   solver.closing_radius)
 
     def solve(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
               rotations: list | None, trace: bool, package: Callable[..., IkResult]
@@ -98,16 +94,15 @@ class _ShoulderReach:
         distance = math.dist(target, start.points[self.point])
         if distance <= self.closing_radius or distance <= self.tolerance:
             return None     # tracking, or reached already: the seed stays
-        k, seed = self.k, start.q
-        shoulder = self._shoulder(tree, seed[k:])
+        seed = start.q
+        shoulder = self._shoulder(tree, seed[_MOVED:])
         if shoulder is None:
             return None
-        free = seed[2] if len(shoulder.axes) == 3 else None
-        found = shoulder_angles(shoulder, target, free, seed[:k], tree.lower[:k],
-                                tree.upper[:k])
+        found = shoulder_angles(shoulder, target, seed[2], seed[:_MOVED], tree.lower[:_MOVED],
+                                tree.upper[:_MOVED])
         if not found:
             return None
-        state = tree.sweep(min(found)[1] + seed[k:], _ORIGIN)
+        state = tree.sweep(min(found)[1] + seed[_MOVED:], _ORIGIN)
         error = math.dist(target, state.points[self.point])
         if error > self.tolerance:
             return None
@@ -125,18 +120,16 @@ class _ShoulderReach:
         """
         if held == self._held[0]:
             return self._held[1]
-        shoulder = self.shoulder
-        if held:
-            tool = tree.sweep([0.0] * self.k + held, _ORIGIN).points[self.point]
-            shoulder = _levered(shoulder, tool, self.tolerance)
+        tool = tree.sweep([0.0] * _MOVED + held, _ORIGIN).points[self.point]
+        shoulder = _levered(self.shoulder, tool, self.tolerance)
         self._held = (held, shoulder)
         return shoulder
 
 
-def _tool_in(chain: Chain, k: int) -> np.ndarray:
-    """Return the tool's origin at q = 0 in the frame of joint k - 1 (after its motion)."""
+def _tool_in(chain: Chain) -> np.ndarray:
+    """Return the tool's origin at q = 0 in the elbow's frame (after its motion)."""
     kinematics = chain.forward(np.zeros(chain.dof))
-    rotation, origin = kinematics.rotations[k - 1], kinematics.positions[k - 1]
+    rotation, origin = kinematics.rotations[_MOVED - 1], kinematics.positions[_MOVED - 1]
     return rotation.T @ (chain.tip_position(np.zeros(chain.dof)) - origin)
 
 

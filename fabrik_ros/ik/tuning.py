@@ -98,10 +98,6 @@ WRIST_BRANCHES = 2      # solves from other seeds where the wrist's limits rule 
 FREE_STEP = 0.5         # radians: a redundant shoulder joint's step where its seed angle fits none
 FREE_STEPS = 6          # ... steps either way tried before the iterative solve of the centre
 
-# docs/solver.md, Heuristics: Cold positions in closed form
-REDUNDANT_JOINTS = 7    # arms of this many joints or more take cold positions in closed form
-HELD_MOST = 3           # ... where at most this many joints past the elbow (a wrist) are held
-
 # docs/solver.md, Heuristics: Caches
 KEPT_WEIGHTS = 16       # sets of subtree weights a tree keeps (one per targeted subset)
 KEPT_LAYOUTS = 64       # pass layouts kept (one per set of groups a pass solves)
