@@ -194,6 +194,37 @@ class TestShoulder:
             assert result.orientation_error < EXACT and result.error < 1e-9
             assert result.q[2] == seed[2]
 
+    @settings(max_examples=100, deadline=None)
+    @given(st.data())
+    def test_an_iiwa_like_arm_reaches_cold_positions_in_closed_form_past_the_elbow_kept(
+            self, data):
+        # A position that the shoulder and elbow reach with the other joints at the seed's
+        # angles: the answer keeps them, exact, nearest the seed, without FABRIK.
+        real, _ = hypothesis_draws(data.draw)
+        arm = shoulder_arm(real, redundant=True)
+        solver = IkSolver(arm)
+        q = random_pose(arm, real)
+        seed = np.clip(random_pose(arm, real), arm.lower, arm.upper)  # as the solver clips it
+        q[2], q[4:] = seed[2], seed[4:]
+        target = arm.tip_position(q)
+        assume(np.linalg.norm(arm.tip_position(seed) - target) > solver.closing_radius)
+        result = solver.solve(target, seed)
+        assert result.reached and result.error < 1e-9
+        assert result.fabrik_iterations == result.closing_steps == result.restarts == 0
+        assert result.q[2] == seed[2] and result.q[4:].tolist() == seed[4:].tolist()
+        assert np.sum((result.q - seed) ** 2) <= np.sum((q - seed) ** 2) + 1e-9
+        assert_within_limits(arm, result.q)
+        assert result.history == [pytest.approx(result.initial_error), result.error]
+
+    def test_an_iiwa_like_arm_stays_where_its_seed_is_within_the_tolerance(self):
+        real, _ = plain_draws(31)
+        arm = shoulder_arm(real, redundant=True)
+        solver = IkSolver(arm, tolerance=0.2, closing_radius=0.0)
+        for _ in range(10):
+            seed = np.clip(random_pose(arm, real), arm.lower, arm.upper)
+            result = solver.solve(arm.tip_position(seed) + [0.0, 0.0, 0.1], seed)
+            assert result.reached and result.q.tolist() == seed.tolist()
+
 
 class TestWristAngles:
     """The closed form turns the wrist onto any rotation it can make, within its limits."""

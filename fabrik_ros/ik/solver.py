@@ -33,6 +33,7 @@ from .model import _Tree
 from .orientations import _Orientations
 from .passes import _stretched_fits, stretched
 from .points import _Fit, _State
+from .reach import _ShoulderReach
 from .restarts import _Restarts, _unreachable_after
 from .result import _packaged, _Steps, IkResult
 from .rotations import _ORIGIN
@@ -126,6 +127,8 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
     so does a seven-joint arm of the Franka Panda's kind (a spherical shoulder, an elbow, a
     fifth and a sixth axis that meet: fabrik_ros.ik.offset_elbow), its seventh joint at its
     seed angle, or else at the nearest angle of a sweep at which a solution fits the limits.
+    Seven joints: a spherical shoulder, an elbow, a wrist (iiwa, Panda): cold positions in
+    closed form, the wrist's joints at their seeds' angles (fabrik_ros.ik.reach).
 
     Collisions (fabrik_ros.ik.collisions): collision_margin, metres, is how far apart every
     checked pair must be in a reached answer: the links against each other
@@ -206,17 +209,12 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
         self._seed_box, self._restart_seeds = _restart_seeds(chain, max_restarts)
         self._farthest_found: list[float | None] = [None] * len(self._tree.effectors)
         self._workspace_map: tuple[list[list[float]], np.ndarray, np.ndarray] | None = None
-        self._split = _Split.of(self, max_restarts, self._sub_solver) \
+        self._split = _Split.of(self, max_restarts) \
             if self._trackable and self.orientation_modes != ('position',) else None
         self._collisions = Collisions(chain, collision_margin, self_collision)
+        self._reach = _ShoulderReach.of(self)   # cold position solves in closed form
 
     # ------------------------------------------------------------------ solve
-
-    def _sub_solver(self, chain: Chain, max_restarts: int) -> IkSolver:
-        """Return a solver of a part of the chain with this one's settings (see _Split)."""
-        return IkSolver(chain, self.tolerance, self.max_iterations, fit=self.fit,
-                        fabrik_gain=self.fabrik_gain, max_restarts=max_restarts,
-                        clock=self.clock, self_collision=False)
 
     def solve(self, target: object, seed: object = None, trace: bool = False,
               timeout: float | None = None, *, orientation: object = None) -> IkResult:
@@ -286,6 +284,10 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
                                              deadline, trace, self._result)
             if split is not None:
                 return split
+        elif orientations is None and self._reach is not None:
+            reached = self._reach.solve(tree, start, targets, rotations, trace, self._result)
+            if reached is not None:
+                return reached
         return self._full_solve(tree, tree_fits, all_groups, start, targets, rotations,
                                 orientations, unreachable_after, deadline, trace, spent)
 

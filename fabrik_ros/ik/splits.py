@@ -36,8 +36,8 @@ from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _apply, _IDENTITY, _ORIGIN, _product, _transposed, _turn
 from .tuning import FREE_STEP, FREE_STEPS, TRACK_FREES, WRIST_BRANCHES, WRIST_RESTARTS
-from .wrist import (nearest_wrist_angles, shoulder_angles, spherical_shoulder, spherical_wrist,
-                    split_at_wrist, turned_back, turned_back_vector, wrist_angles,
+from .wrist import (shoulder_angles, spherical_shoulder, spherical_wrist, split_at_wrist,
+                    turned_back_vector, turned_back_wrist_angles, turned_wrist, wrist_angles,
                     wrist_pointing)
 
 if TYPE_CHECKING:
@@ -62,15 +62,9 @@ class _Split:
         self.lower, self.upper = solver.limits.lower, solver.limits.upper
 
     @staticmethod
-    def of(solver: IkSolver, max_restarts: int,
-           sub_solver: Callable[[Chain, int], IkSolver]) -> _Split | None:
-        """
-        Return the split for the solver's chain and mode, None if it has none.
-
-        sub_solver(arm, max_restarts): a solver of the joints above a wrist with the
-        solver's settings (IkSolver._sub_solver).
-        """
-        return _Wrist.of(solver, max_restarts, sub_solver) or _OffsetWrist.of(solver) \
+    def of(solver: IkSolver, max_restarts: int) -> _Split | None:
+        """Return the split for the solver's chain and mode, None if it has none."""
+        return _Wrist.of(solver, max_restarts) or _OffsetWrist.of(solver) \
             or _OffsetElbow.of(solver)
 
     def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
@@ -162,20 +156,20 @@ class _Wrist(_Split):
         self.anchor, self.reach = arm._tree.neutral.points[effector.anchor], effector.reach
         # A spherical shoulder puts the arm's angles in closed form too (see _closed_form).
         self.shoulder = spherical_shoulder(arm.chain, solver.tolerance)
-        # The frame of the joint above the wrist at q = 0, transposed (see _closed_form).
-        self.above_zero = _transposed(solver._tree.sweep([0.0] * solver.chain.dof,
-                                                         _ORIGIN).frames[self.k - 1])
+        # The frame of the joint above the wrist at q = 0, transposed, and the wrist in the
+        # base frame at q = 0 (see _closed_form).
+        above = solver._tree.sweep([0.0] * solver.chain.dof, _ORIGIN).frames[self.k - 1][:9]
+        self.above_zero, self.base_wrist = _transposed(above), turned_wrist(self.wrist, above)
 
     @classmethod
-    def of(cls, solver: IkSolver, max_restarts: int,
-           sub_solver: Callable[[Chain, int], IkSolver]) -> _Wrist | None:
+    def of(cls, solver: IkSolver, max_restarts: int) -> _Wrist | None:
         """Return the split for the solver's chain, None if it has no such wrist."""
         split = split_at_wrist(solver.chain, solver.tolerance,
                                solver.tool_axes[0] if solver.orientation_modes[0] == 'axis'
                                else None)
         if split is None:
             return None
-        arm = sub_solver(split.arm, min(max_restarts, WRIST_RESTARTS))
+        arm = _arm_solver(solver, split.arm, min(max_restarts, WRIST_RESTARTS))
         # A joint's canonical frame is its parent's times its rotation at zero, turned about
         # its z axis; the product of the wrist's rotations at zero carries its axes.
         frame, axes = _IDENTITY, []
@@ -247,23 +241,30 @@ class _Wrist(_Split):
             frees = (value for step in range(FREE_STEPS + 1)
                      for value in ((held + step * FREE_STEP, held - step * FREE_STEP)
                                    if step else (held,)) if low <= value <= high)
+        axes = self._wrist_axes(aim)
         for free in frees:
-            best = self._nearest_at(seed, centre, aim, free)[0]
+            best = self._nearest_at(seed, centre, aim, axes, free)[0]
             if best is not None:
                 return best
         return None
 
+    def _wrist_axes(self, aim: tuple[float, ...]) -> tuple | None:
+        """Return a full pose's wrist axis a3 and the direction across it (None: 'axis')."""
+        if self.tool_axis is not None:
+            return None
+        return _apply(aim, self.wrist.third), _apply(aim, self.wrist.across)
+
     def _nearest_at(self, seed: list[float], centre: tuple[float, float, float],
-                    aim: tuple[float, ...], free: float | None
+                    aim: tuple[float, ...], axes: tuple | None, free: float | None
                     ) -> tuple[list[float] | None, float]:
         """
         Return the closed form's solution nearest the seed with the free angle at `free`.
 
-        With its squared distance from the seed (radians squared); None and inf where no
-        solution fits the limits (see _closed_form).
+        axes: _wrist_axes(aim). With its squared distance from the seed (radians squared);
+        None and inf where no solution fits the limits (see _closed_form).
         """
         k, lower, upper = self.k, self.lower, self.upper
-        shoulder, wrist, above_zero = self.shoulder, self.wrist, self.above_zero
+        shoulder, above_zero = self.shoulder, self.above_zero
         wrist_seed, wrist_lower, wrist_upper = seed[k:], lower[k:], upper[k:]
         best, distance = None, math.inf
         # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
@@ -271,16 +272,16 @@ class _Wrist(_Split):
                                                upper[:k])):
             if moved >= distance:
                 break
-            # The wrist's turn in the frame of the joint above it (see pose_angles).
-            if self.tool_axis is None:
-                found = nearest_wrist_angles(
-                    wrist, _product(above_zero, turned_back(shoulder.arm, q, aim)),
-                    wrist_seed, wrist_lower, wrist_upper, distance - moved)
+            # The wrist's turn, in the base frame at q = 0 (turned back by the arm).
+            if axes is not None:
+                found = turned_back_wrist_angles(
+                    self.base_wrist, shoulder.arm, q, axes[0], axes[1], wrist_seed,
+                    wrist_lower, wrist_upper, distance - moved)
                 if found is not None and moved + found[1] < distance:
                     best, distance = q + found[0], moved + found[1]
                 continue
             angles = wrist_pointing(
-                wrist, self.along, _apply(above_zero, turned_back_vector(
+                self.wrist, self.along, _apply(above_zero, turned_back_vector(
                     shoulder.arm, q, aim)), wrist_seed, wrist_lower, wrist_upper)
             if angles is not None:
                 moved += _squared(angles, wrist_seed)
@@ -306,7 +307,7 @@ class _Wrist(_Split):
         if math.dist(centre, self.anchor) > self.reach + self.solver.tolerance:
             return None
         aim, seed = _turn(rotation, self.zero), start.q
-        low, high = self.lower[2], self.upper[2]
+        axes, low, high = self._wrist_axes(aim), self.lower[2], self.upper[2]
         best, distance, at = None, math.inf, seed[2]
         offsets = [0.0] + [sign * offset for offset in TRACK_FREES for sign in (1.0, -1.0)]
         for spacing in (None, TRACK_FREES[0] / 2.0, TRACK_FREES[0] / 4.0):
@@ -315,7 +316,7 @@ class _Wrist(_Split):
                 free = around + offset
                 # (The free joint's own move is part of the distance: farther is no nearer.)
                 if low <= free <= high and (free - seed[2]) ** 2 < distance:
-                    found, moved = self._nearest_at(seed, centre, aim, free)
+                    found, moved = self._nearest_at(seed, centre, aim, axes, free)
                     if moved < distance:
                         best, distance, at = found, moved, free
         return best
@@ -377,6 +378,20 @@ class _OffsetElbow(_Split):
         """Return the closed form's angles; see _Split.pose_angles."""
         return (swept_angles(self.arm, goal, rotation, start.q, self.lower, self.upper,
                              FREE_STEP, FREE_STEPS), [0, 0, 0], math.nan)
+
+
+def _arm_solver(solver: IkSolver, arm: Chain, max_restarts: int) -> IkSolver:
+    """
+    Return a solver of the joints above a wrist with the solver's settings.
+
+    Its position solves keep to FABRIK and closing steps (not fabrik_ros.ik.reach's closed
+    form): a split tries the shoulder's closed form itself, and falls back on the arm's.
+    """
+    solve = type(solver)(arm, solver.tolerance, solver.max_iterations, fit=solver.fit,
+                         fabrik_gain=solver.fabrik_gain, max_restarts=max_restarts,
+                         clock=solver.clock, self_collision=False)
+    solve._reach = None
+    return solve
 
 
 def _squared(angles: Sequence[float], seed: Sequence[float]) -> float:

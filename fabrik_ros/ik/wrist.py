@@ -149,22 +149,49 @@ def nearest_wrist_angles(wrist: SphericalWrist, turn: Sequence[float], seed: Seq
     None where no solution fits the limits nearer than bound (radians squared): a branch
     whose first two angles are already that far from the seed skips its third.
     """
+    return turned_back_wrist_angles(wrist, (), (), _apply(turn, wrist.third),
+                                    _apply(turn, wrist.across), seed, lower, upper, bound)
+
+
+def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, float, float]],
+                             angles: Sequence[float], third: Sequence[float],
+                             across: Sequence[float], seed: Sequence[float],
+                             lower: Sequence[float], upper: Sequence[float], bound: float
+                             ) -> tuple[list[float], float] | None:
+    """
+    Return nearest_wrist_angles' answer for the turn (R(a1, t1) ... R(ak, tk))^T T.
+
+    The turn given by what T makes of the wrist's third axis and of its direction across
+    it (`third`, `across`), each turned back by the joints as turned_back_vector turns it:
+    the direction across only where a branch's first two angles fit nearer than bound.
+    """
     best, distance = None, bound
     s1, s2, s3 = seed
-    pairs, carried = _wrist_pairs(wrist, turn)
-    for t1, t2 in pairs:
+    pair, carried, turns = wrist.pair, None, _back_turns(axes, angles)
+    for t1, t2 in _carry_across(pair, wrist.third_split, _across(
+            pair.first, _turned_back(turns, third))):
         f1, f2 = _within(t1, s1, lower[0], upper[0]), _within(t2, s2, lower[1], upper[1])
         if f1 is None or f2 is None:
             continue
         moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
         if moved >= distance:
             continue
+        if carried is None:
+            carried = spin(pair.first, _turned_back(turns, across))
         f3 = _within(_wrist_third(wrist, carried, t1, t2), s3, lower[2], upper[2])
         if f3 is not None:
             moved += (f3 - s3) ** 2
             if moved < distance:
                 best, distance = [f1, f2, f3], moved
     return (best, distance) if best is not None else None
+
+
+def turned_wrist(wrist: SphericalWrist, frame: Sequence[float]) -> SphericalWrist:
+    """Return the wrist in another frame: its axes and its direction across a3 turned by it."""
+    pair = wrist.pair
+    a1, a2, a3, across = (_apply(frame, v)
+                          for v in (pair.first, pair.second, wrist.third, wrist.across))
+    return SphericalWrist(axis_pair(a1, a2), a3, across, _across(a2, a3), _across(a3, across)[1])
 
 
 def wrist_pointing(wrist: SphericalWrist, along: Sequence[float], toward: Sequence[float],
@@ -296,37 +323,34 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     return found
 
 
-def turned_back(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
-                turn: Sequence[float]) -> tuple[float, ...]:
-    """
-    Return (R(a1, t1) ... R(ak, tk))^T turn: a row-major 3x3's columns turned back by joints.
-
-    axes: unit axes at q = 0, base frame (a product of exponentials: the turns of joints in
-    a row compose in this order whatever the joints' offsets). Each column as
-    turned_back_vector turns it, the three in step (unpacked once, not a tuple per turn).
-    """
-    x0, x1, x2, y0, y1, y2, z0, z1, z2 = turn
-    for (ax, ay, az), angle in zip(axes, angles):
-        c, s = math.cos(-angle), math.sin(-angle)
-        ones = 1.0 - c
-        a0 = (ax * x0 + ay * y0 + az * z0) * ones
-        a1 = (ax * x1 + ay * y1 + az * z1) * ones
-        a2 = (ax * x2 + ay * y2 + az * z2) * ones
-        x0, y0, z0, x1, y1, z1, x2, y2, z2 = (
-            x0 * c + (ay * z0 - az * y0) * s + ax * a0, y0 * c + (az * x0 - ax * z0) * s + ay * a0,
-            z0 * c + (ax * y0 - ay * x0) * s + az * a0, x1 * c + (ay * z1 - az * y1) * s + ax * a1,
-            y1 * c + (az * x1 - ax * z1) * s + ay * a1, z1 * c + (ax * y1 - ay * x1) * s + az * a1,
-            x2 * c + (ay * z2 - az * y2) * s + ax * a2, y2 * c + (az * x2 - ax * z2) * s + ay * a2,
-            z2 * c + (ax * y2 - ay * x2) * s + az * a2)
-    return x0, x1, x2, y0, y1, y2, z0, z1, z2
-
-
 def turned_back_vector(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
                        v: Sequence[float]) -> tuple[float, float, float]:
-    """Return (R(a1, t1) ... R(ak, tk))^T v (see turned_back): v turned by -t1, then -t2 ..."""
-    for axis, angle in zip(axes, angles):
-        v = _turned(axis, -angle, v)
-    return v
+    """
+    Return (R(a1, t1) ... R(ak, tk))^T v: v turned by -t1, then -t2 ...
+
+    axes: unit axes at q = 0, base frame (a product of exponentials: the turns of joints in
+    a row compose in this order whatever the joints' offsets).
+    """
+    return _turned_back(_back_turns(axes, angles), v)
+
+
+def _back_turns(axes: Sequence[tuple[float, float, float]], angles: Sequence[float]
+                ) -> list[tuple[float, float, float, float, float]]:
+    """Return per joint its axis and the cosine and sine of -angle (_turned_back's turns)."""
+    return [(ax, ay, az, math.cos(-angle), math.sin(-angle))
+            for (ax, ay, az), angle in zip(axes, angles)]
+
+
+def _turned_back(turns: Sequence[tuple[float, float, float, float, float]],
+                 v: Sequence[float]) -> tuple[float, float, float]:
+    """Return v turned by each of _back_turns' turns in order (Rodrigues, as _turned)."""
+    x, y, z = v
+    for ax, ay, az, c, s in turns:
+        along = (ax * x + ay * y + az * z) * (1.0 - c)
+        x, y, z = (x * c + (ay * z - az * y) * s + ax * along,
+                   y * c + (az * x - ax * z) * s + ay * along,
+                   z * c + (ax * y - ay * x) * s + az * along)
+    return x, y, z
 
 
 def serial_revolute(chain: Chain, count: int) -> bool:

@@ -1,0 +1,158 @@
+# Copyright 2026 Fabrik ROS Maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+A cold position target of an arm with a spherical shoulder, reached in closed form.
+
+The joints past the elbow keep their seed angles, so the tool is a rigid lever of the
+elbow's link: the elbow's angle sets the tool's distance from the shoulder point
+(subproblem 3) and the shoulder turns it onto the target's direction (subproblem 2), as
+fabrik_ros.ik.wrist solves the wrist centre of a full pose. Units: metres, radians.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import math
+from typing import TYPE_CHECKING
+
+from fabrik_ros.chain import Chain, Effector
+import numpy as np
+
+from .model import _new_tuple, _Tree
+from .points import _State
+from .result import _Steps, IkResult
+from .rotations import _ORIGIN
+from .subproblems import spin
+from .wrist import _CENTRE_OFF, serial_revolute, Shoulder, shoulder_angles, spherical_shoulder
+
+if TYPE_CHECKING:
+    from .solver import IkSolver
+
+_MOVED = 4      # the joints that move: the shoulder's three and the elbow
+
+
+class _ShoulderReach:
+    """
+    A single arm's cold position solve in closed form (see the module docstring).
+
+    Seven revolute joints in a row to one tool on a pinned root: three whose axes pass
+    through one point (the shoulder, the third redundant for a position), an elbow that
+    changes the tool's distance from it and three more (the wrist), as the iiwa's and the
+    Panda's. The wrist's joints and the redundant shoulder joint keep their seed angles.
+    Of the solutions (elbow and shoulder either way) within the limits, the one nearest
+    the seed; the solve answers it where it reaches the target. Where none fits, or the
+    seed is within the closing radius (tracking) or the tolerance, the solve goes on as
+    without it. (Other chains keep FABRIK: six-joint arms their answers, a tentacle's long
+    chain past a shoulder its bending all along.)
+    """
+
+    def __init__(self, shoulder: Shoulder, effector_point: int, tolerance: float,
+                 closing_radius: float) -> None:
+        self.shoulder = shoulder            # its lever: the wrist at zero
+        self.point = effector_point         # the tool's point in the tree
+        self.tolerance, self.closing_radius = tolerance, closing_radius
+        self._held: tuple[list[float], Shoulder | None] = ([], None)    # the last seed's
+
+    @classmethod
+    def of(cls, solver: IkSolver) -> _ShoulderReach | None:
+        """Return the closed form of the solver's position solves, None if it has none."""
+        chain = solver.chain
+        if solver.root != 'pinned' or not solver._trackable or not serial_revolute(chain, 7):
+            return None
+        arm = Chain(chain.base_link, chain.joints[:_MOVED], [Effector('tool', _MOVED - 1,
+                                                                      _tool_in(chain))])
+        shoulder = spherical_shoulder(arm, solver.tolerance)
+        if shoulder is None:
+            return None
+        return cls(shoulder, solver._tree.effectors[0].point, solver.tolerance,
+                   solver.closing_radius)
+
+    def solve(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
+              rotations: list | None, trace: bool, package: Callable[..., IkResult]
+              ) -> IkResult | None:
+        """
+        Return the closed form's answer from a cold seed, None where it gives none.
+
+        rotations: the targets' orientations, reported only. package(state, tree, targets,
+        rotations, steps): the solver's answer of a final state (IkSolver._result); the
+        answer logs the seed and itself (history, trace).
+        """
+        target = targets[0]
+        distance = math.dist(target, start.points[self.point])
+        if distance <= self.closing_radius or distance <= self.tolerance:
+            return None     # tracking, or reached already: the seed stays
+        seed = start.q
+        shoulder = self._shoulder(tree, seed[_MOVED:])
+        if shoulder is None:
+            return None
+        found = shoulder_angles(shoulder, target, seed[2], seed[:_MOVED], tree.lower[:_MOVED],
+                                tree.upper[:_MOVED])
+        if not found:
+            return None
+        state = tree.sweep(min(found)[1] + seed[_MOVED:], _ORIGIN)
+        error = math.dist(target, state.points[self.point])
+        if error > self.tolerance:
+            return None
+        return package(state, tree, targets, rotations, _new_tuple(_Steps, (
+            0, 0, 0, distance, distance, [distance, error],
+            [np.array(seed), np.array(state.q)] if trace else None, False)))
+
+    def _shoulder(self, tree: _Tree, held: list[float]) -> Shoulder | None:
+        """
+        Return the shoulder whose lever holds the joints past the elbow at these angles.
+
+        The lever is the tool's place with the moving joints at zero (base frame); None
+        where the elbow's angle would no longer change its distance from the shoulder.
+        The last seed's is kept (solves from the neutral pose hold the same angles).
+        """
+        if held == self._held[0]:
+            return self._held[1]
+        tool = tree.sweep([0.0] * _MOVED + held, _ORIGIN).points[self.point]
+        shoulder = _levered(self.shoulder, tool, self.tolerance)
+        self._held = (held, shoulder)
+        return shoulder
+
+
+def _tool_in(chain: Chain) -> np.ndarray:
+    """Return the tool's origin at q = 0 in the elbow's frame (after its motion)."""
+    kinematics = chain.forward(np.zeros(chain.dof))
+    rotation, origin = kinematics.rotations[_MOVED - 1], kinematics.positions[_MOVED - 1]
+    return rotation.T @ (chain.tip_position(np.zeros(chain.dof)) - origin)
+
+
+def _levered(shoulder: Shoulder, tool: tuple[float, float, float], tolerance: float
+             ) -> Shoulder | None:
+    """
+    Return the shoulder with its tip at `tool` (base frame, moving joints at zero).
+
+    None where the elbow's angle changes the tip's distance from the shoulder point too
+    little (as spherical_shoulder rules it, tolerance metres).
+    """
+    (ux, uy, uz), (ex, ey, ez) = shoulder.elbow
+    sx, sy, sz = shoulder.point
+    lever = (tool[0] - ex, tool[1] - ey, tool[2] - ez)
+    length = ux * lever[0] + uy * lever[1] + uz * lever[2]
+    across = (lever[0] - length * ux, lever[1] - length * uy, lever[2] - length * uz)
+    vx, vy, vz = ex - sx, ey - sy, ez - sz
+    a = -2.0 * (vx * across[0] + vy * across[1] + vz * across[2])
+    b = -2.0 * (vx * (uy * across[2] - uz * across[1]) + vy * (uz * across[0] - ux * across[2])
+                + vz * (ux * across[1] - uy * across[0]))
+    if math.hypot(a, b) < _CENTRE_OFF * tolerance * tolerance:
+        return None
+    c = vx * vx + vy * vy + vz * vz + lever[0] * lever[0] + lever[1] * lever[1] \
+        + lever[2] * lever[2] + 2.0 * length * (vx * ux + vy * uy + vz * uz)
+    return shoulder._replace(lever=lever, sinusoid=(a, b, c),
+                             lever_spin=spin(shoulder.elbow[0], lever))
