@@ -163,6 +163,9 @@ class TestShoulder:
         assert shoulder is not None
         q, seed = random_pose(arm, real), random_pose(arm, real)
         centre = arm.tip_position(q)
+        # (An elbow folded back onto equal links puts the centre on the shoulder's own: every
+        # shoulder angle holds it there, none is returned and the general solve takes it.)
+        assume(math.dist(centre, shoulder.point) > 1e-9)
         found = shoulder_angles(shoulder, centre.tolist(), q[2] if redundant else None,
                                 seed.tolist(), arm.lower.tolist(), arm.upper.tolist())
         # The pose drawn is one of the (up to four) solutions, each angle within a turn.
@@ -172,6 +175,24 @@ class TestShoulder:
             assert moved == pytest.approx(float(np.sum((np.array(angles) - seed) ** 2)))
             assert_within_limits(arm, np.array(angles))
             np.testing.assert_allclose(arm.tip_position(np.array(angles)), centre, atol=1e-9)
+
+    def test_a_centre_on_the_first_axis_keeps_the_seeds_first_angle(self):
+        """Every first angle puts such a centre there: the seed's is kept, not snapped to 0."""
+        arm = Chain('base', [
+            Joint('shoulder_0', -1, np.array([0.0, 0.0, 0.25]), np.eye(3),
+                  np.array([0.0, 0.0, 1.0]), -2.0, 2.0),
+            Joint('shoulder_1', 0, np.zeros(3), np.eye(3), np.array([0.0, 1.0, 0.0]), -2.0, 2.0),
+            Joint('elbow', 1, np.array([0.0, 0.0, 0.3]), np.eye(3), np.array([0.0, 1.0, 0.0]),
+                  -2.5, 2.5)], [Effector('centre', 2, np.array([0.0, 0.0, 0.3]))])
+        shoulder = spherical_shoulder(arm, 1e-4)
+        centre = arm.tip_position(np.array([0.0, 0.4, -0.8]))    # straight above the base
+        for seed_first in (-1.2, 0.7):
+            found = shoulder_angles(shoulder, centre.tolist(), None, [seed_first, 0.3, -0.6],
+                                    arm.lower.tolist(), arm.upper.tolist())
+            assert found and all(angles[0] == seed_first for _, angles in found)
+            for _, angles in found:
+                np.testing.assert_allclose(arm.tip_position(np.array(angles)), centre,
+                                           atol=1e-12)
 
     def test_arms_whose_shoulder_axes_miss_each_other_have_none(self):
         arm = split_at_wrist(demo_arm(), 1e-4).arm

@@ -38,6 +38,7 @@ from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _neare
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
 _CENTRE_OFF = 1e-3      # of the tolerance: axes passing this close to one point meet there
+ON_AXIS_SQUARED = 1e-24  # a unit direction this little across an axis (squared) lies on it
 
 
 class WristSplit(NamedTuple):
@@ -280,7 +281,9 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     free: the redundant joint's angle (a three-joint shoulder), None for two. Each angle
     is turned by whole turns where that brings it inside the limits, nearest the seed;
     solutions that no turn fits are left out. Each comes with its squared distance from
-    the seed (radians squared; summed joint by joint in order, as sum() would).
+    the seed (radians squared; summed joint by joint in order, as sum() would). A tip on
+    the first axis keeps the seed's first angle (any puts it there); a tip on the shoulder's
+    centre gets none (every shoulder angle does: the general solve takes it).
     """
     sx, sy, sz = shoulder.point
     dx, dy, dz = tip[0] - sx, tip[1] - sy, tip[2] - sz
@@ -301,6 +304,10 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     k = len(seed) - 1
     (s1, s2), (l1, l2), (u1, u2) = seed[:2], lower[:2], upper[:2]
     toward = _across(pair.first, toward)     # (split once for both roots' subproblem 2)
+    # A tip on the first axis leaves the first angle free (every one puts the tip there):
+    # it keeps the seed's, where the direction across the axis would be rounding noise.
+    tx, ty, tz = toward[1]
+    on_axis = tx * tx + ty * ty + tz * tz < ON_AXIS_SQUARED
     found = []
     for te in _sinusoid_roots(-a, -b, c - squared):
         elbow = _within(te, seed[k], lower[k], upper[k])
@@ -314,7 +321,7 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
         norm = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
         p = (p[0] / norm, p[1] / norm, p[2] / norm)
         for t1, t2 in _carry_across(pair, _across(pair.second, p), toward):
-            f1, f2 = _within(t1, s1, l1, u1), _within(t2, s2, l2, u2)
+            f1, f2 = _within(s1 if on_axis else t1, s1, l1, u1), _within(t2, s2, l2, u2)
             if f1 is not None and f2 is not None:
                 moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
                 if held is not None:
