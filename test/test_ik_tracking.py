@@ -33,6 +33,7 @@ from fabrik_ros.ik.tuning import MOMENTUM, REDUNDANT_MOMENTUM, TRACK_STEPS
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
+from test_descriptions import _airo, _example_robot_data
 from test_ik import (assert_within_limits, demo_arm, hypothesis_draws, plain_draws,
                      pose_in_limits, random_pose, random_serial_chain)
 
@@ -389,3 +390,48 @@ class TestKeepsTheBranchOfARedundantArm:
         answers, steps = tracked(chain, poses[1:], poses[0])
         assert all(answer.reached for answer in answers)
         assert steps.max() < FLIP_RAD
+
+
+PUBLISHED_ARMS = {
+    'ur5e': (lambda: _airo('arms/ur5e/ur5e.urdf'), 'base_link', 'tool0'),
+    'panda': (lambda: _example_robot_data('panda_description/urdf/panda.urdf'),
+              'panda_link0', 'panda_link8'),
+    'iiwa14': (lambda: IIWA_URDF.read_text(), 'lbr_iiwa_link_0', 'lbr_iiwa_link_7'),
+}
+
+
+def outward_path(chain, rng: np.random.Generator, steps: int = 61, step: float = 0.01
+                 ) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Return a reachable pose's joints, its tool moved radially outward step metres a step."""
+    q = rng.uniform(chain.lower * 0.7, chain.upper * 0.7)
+    frame = chain.tip_pose(q)
+    start = frame[:3, 3]
+    outward = start / np.linalg.norm(start)
+    return q, start + step * np.arange(steps)[:, None] * outward, \
+        quaternion_from_rotation(frame[:3, :3])
+
+
+class TestTrackingOutOfReach:
+    """A full pose dragged out of reach: the arm stretches on its branch, flips only to reach."""
+
+    @pytest.mark.parametrize('arm', sorted(PUBLISHED_ARMS))
+    def test_moving_out_of_reach_never_flips_to_a_pose_that_misses(self, arm):
+        read, base, tip = PUBLISHED_ARMS[arm]
+        chain = Chain.from_urdf(read(), base, tip)
+        solver = IkSolver(chain)
+        rng = np.random.default_rng(3)
+        missed = 0
+        for _ in range(3):
+            seed, positions, orientation = outward_path(chain, rng)
+            for position in positions:
+                answer = solver.solve(position, seed, orientation=orientation)
+                reached = answer.error <= solver.tolerance \
+                    and answer.orientation_error <= solver.orientation_tolerance
+                assert answer.reached == reached    # never an unreached pose reported reached
+                if not reached:
+                    missed += 1
+                    # Out of reach the compromise goes on from the last answer.
+                    assert np.max(np.abs(answer.q - seed)) < FLIP_RAD
+                assert_within_limits(chain, answer.q)
+                seed = answer.q
+        assert missed > 60  # the paths do leave the workspace

@@ -50,14 +50,15 @@ class PassSettings(NamedTuple):
     clock: Callable[[], float]      # seconds
 
 
-# _Solve's attributes, in slots: a solve makes one or two, each with these 44 (a dict of them
+# _Solve's attributes, in slots: a solve makes one or two, each with these 45 (a dict of them
 # would be built and resized every time).
 _SOLVE_SLOTS = ('settings', 'limits', 'orientations', 'tree', 'effectors', 'groups', 'owned',
                 'goals', 'weights', 'goal_points', 'floors', 'out_of_reach', 'lone',
                 'mappable', 'newton_able', 'compiled_step', 'steered_step', 'stretch', 'fits',
                 'retry_fits', 'free_root', 'deadline', 'reach_points', 'reach_goals',
                 '_reach_weights', 'rest_q', 'rest_objective', 'judged', '_best', '_best_q',
-                'hold', '_best_base', 'best_fit', 'initial_miss', '_point_weights', '_system',
+                'hold', 'held', '_best_base', 'best_fit', 'initial_miss', '_point_weights',
+                '_system',
                 'timed_out', 'fabrik_iterations', 'closing_steps', 'restarts', 'initial_error',
                 'fabrik_error', 'history', 'trace')
 
@@ -135,7 +136,7 @@ class _Solve(_Objective, _ClosingSteps):
                        for index in group.effectors]
         self._best: _State | None = None
         self._best_q: list[float] = []
-        self.hold = 0.0     # metres, see _accept
+        self.hold, self.held = 0.0, None    # metres, and the closest state it kept out (_accept)
         self._best_base = (0.0, 0.0, 0.0)
         self.best_fit = _Score(math.inf, math.inf, math.inf, [], math.inf,
                                (math.inf,) * len(groups))
@@ -197,10 +198,6 @@ class _Solve(_Objective, _ClosingSteps):
             self._best = self.tree.sweep(self._best_q, self._best_base)
         return self._best
 
-    def hold_best(self, hold: float) -> None:
-        """Keep the best pose against states closer by no more than hold metres (_accept)."""
-        self.hold = hold
-
     def count_restart(self) -> None:
         """Count an attempt from another seed (the restart policy's, IkSolver._restart)."""
         self.restarts += 1
@@ -212,7 +209,8 @@ class _Solve(_Objective, _ClosingSteps):
         Groups of effectors that share no joint are independent: where the state is better
         for some groups only, their joints are taken into the best pose, the others kept.
         A hold (metres, see IkSolver._restart) keeps the best pose of one group against
-        states that neither reach the targets nor come closer by more than it.
+        states that neither reach the targets nor come closer by more than it (the closest
+        one it kept out: held).
         """
         best = self.best_fit
         better = [group for group, share, best_share in zip(self.groups, fit.shares, best.shares)
@@ -229,6 +227,9 @@ class _Solve(_Objective, _ClosingSteps):
                                                  or fit.error <= self.settings.tolerance):
             self._best_q, self._best_base, self._best, self.best_fit = \
                 state.q, state.base, state, fit
+        elif fit.objective < best.objective and (  # kept out by the hold
+                self.held is None or fit.objective < self.held[1].objective):
+            self.held = state, fit
         self.history.append(math.sqrt(self.best_fit.objective + self.rest_objective))
         if self.trace is not None:
             self.trace.append(np.array(self.pose()))

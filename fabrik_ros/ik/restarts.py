@@ -62,7 +62,10 @@ class _Restarts:
         Attempt from other seeds while the best pose misses and restarts still make progress.
 
         Tracking (a seed within the closing radius of its targets) keeps the seed's branch
-        unless it misses by more than restart_error; a cold solve restarts on any miss. When
+        unless it misses by more than restart_error; a cold solve restarts on any miss.
+        Tracking, a restart is taken only where it reaches the targets: out of reach the
+        answer is the compromise continuous with the seed (the arm stretches toward the
+        target on its own branch), not a closer one on another branch. When
         unreachable_after restarts end where the best pose is (within 0.1 % of the reach),
         none of them closer, the target is taken as out of reach (the seeds converge on the
         same residual) and the best pose is the answer; restarts that end farther off (in
@@ -71,27 +74,46 @@ class _Restarts:
         """
         tracking = solve.initial_miss <= self.closing_radius
         patience = self.restart_error if tracking else self.tolerance
+        # The seed's branch: tracking, or a full pose's seed the first attempt bettered by no
+        # more than the closing radius, the last answer to a target that moved on out of
+        # reach (its miss grows past the radius; out of reach Score.miss leaves such targets
+        # out). One effector on a pinned root: where effectors hold, a compromise is a
+        # weighting; a position's is the arm stretched toward it, on no branch to keep.
+        branch = len(solve.effectors) == 1 and not solve.free_root and (
+            tracking and not stretch or solve.orientations is not None
+            and solve.measure(start).excess - solve.best_fit.excess <= self.closing_radius)
         if tracking and not stretch and solve.best_error > self.tolerance:
             self._nearest_exact(solve, start)
-        if stretch or solve.best_fit.miss > patience:   # else no restart would start
-            if tracking and not stretch:
-                # The seed's branch is kept against answers no more than a tolerance closer
-                # elsewhere: such a restart may end a little closer only before the polish
-                # that brings both to the same floor, on another branch (a flip).
-                # (Restarts stop early, still creeping down: one ending 1 mm closer may lie in
-                # a basin far deeper. Out of reach the retries leave a saddle or a stop: they
-                # are taken.)
-                solve.hold_best(self.tolerance)
+        # (Out of reach no restart reaches: on the seed's branch none is run.)
+        if stretch and not branch or not stretch and solve.best_fit.miss > patience:
+            if branch:
+                # The seed's branch is kept against every restart that does not reach the
+                # target: a closer compromise elsewhere is a flip of a tracked arm (the
+                # user's target moved on a little, the answer would jump).
+                solve.hold = math.inf
+            elif tracking and not stretch:
+                # Trees keep the seed's branch against answers no more than a tolerance
+                # closer elsewhere: such a restart may end a little closer only before the
+                # polish that brings both to the same floor, on another branch (a flip).
+                solve.hold = self.tolerance
             self._explore(solve, start, stretch, patience, unreachable_after)
-            solve.hold_best(0.0)
+            solve.hold = 0.0
         if solve.best_error > self.tolerance and solve.best_fit.excess > STALL * self.tolerance:
             # Explored attempts stopped early (see EXPLORE_STALL), and so did the first
             # attempt out of reach (its nudged retry would only creep down the same tail).
             solve.attempt(solve.best, polish=True)
+        held = solve.held
+        if branch and held is not None and solve.best_error > self.tolerance \
+                and held[1].objective < solve.best_fit.objective:
+            # Restarts stop early, still creeping down: the closest one kept out may lie in
+            # a basin that reaches. Polished, it is taken if it does.
+            solve.hold = math.inf
+            solve.attempt(held[0], polish=True)
+            solve.hold = 0.0
 
     def _nearest_exact(self, solve: _Solve, start: _State) -> None:
         """
-        Attempt a redundant arm's tracked full pose from its exact solution nearest the seed.
+        Attempt a tracked full pose from its exact solution nearest the seed (a closed form).
 
         Where the closing steps from a tracked seed fall short, near a singularity they
         crawl along the weak direction and at a limit they stall: restarts from far seeds
@@ -100,8 +122,7 @@ class _Restarts:
         the one nearest the seed keeps the seed's branch wherever the branch reaches.
         """
         split, orientations = self._split, solve.orientations
-        if split is None or orientations is None or len(start.q) <= 6 \
-                or orientations.items[0][1] != 'full':
+        if split is None or orientations is None or orientations.items[0][1] != 'full':
             return
         q = split.nearest_angles(solve.tree, start, solve.goals[0], orientations.items[0][2])
         if q is not None:

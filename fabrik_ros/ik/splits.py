@@ -346,8 +346,12 @@ class _OffsetWrist(_Split):
                     rotation: tuple[float, ...], deadline: float
                     ) -> tuple[list[float] | None, list[int], float]:
         """Return the closed form's angles; see _Split.pose_angles."""
-        return (offset_wrist_angles(self.arm, goal, rotation, start.q, self.lower, self.upper),
-                [0, 0, 0], math.nan)
+        return self.nearest_angles(tree, start, goal, rotation), [0, 0, 0], math.nan
+
+    def nearest_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                       rotation: tuple[float, ...]) -> list[float] | None:
+        """Return the exact solution nearest the seed, None if none fits the limits."""
+        return offset_wrist_angles(self.arm, goal, rotation, start.q, self.lower, self.upper)
 
 
 class _OffsetElbow(_Split):
@@ -376,8 +380,13 @@ class _OffsetElbow(_Split):
                     rotation: tuple[float, ...], deadline: float
                     ) -> tuple[list[float] | None, list[int], float]:
         """Return the closed form's angles; see _Split.pose_angles."""
-        return (swept_angles(self.arm, goal, rotation, start.q, self.lower, self.upper,
-                             FREE_STEP, FREE_STEPS), [0, 0, 0], math.nan)
+        return self.nearest_angles(tree, start, goal, rotation), [0, 0, 0], math.nan
+
+    def nearest_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
+                       rotation: tuple[float, ...]) -> list[float] | None:
+        """Return the solution at the first free angle that fits, nearest the seed; or None."""
+        return swept_angles(self.arm, goal, rotation, start.q, self.lower, self.upper,
+                            FREE_STEP, FREE_STEPS)
 
 
 def _arm_solver(solver: IkSolver, arm: Chain, max_restarts: int) -> IkSolver:
