@@ -52,8 +52,10 @@ Servo halts).
 
 Slowing down keeps those stops rare: within collision_slowdown_distance D of the margin,
 the joints whose motion lowers the clearance (dc/dq_i * v_i < 0, from the closest pair's
-points) move at f = (c - m) / D of the speed they would have (the stream's velocity limit,
-a jog's solved velocity), and at most at the speed from which they still stop, at the
+points; v_i of a joint at rest: toward the stream's heading, or a jog's last solved
+velocity: else a jog held into an obstacle is cut short again every command) move at
+f = (c - m) / D of the speed they would have (the stream's velocity limit, a jog's
+solved velocity), and at most at the speed from which they still stop, at the
 acceleration limit, before using up the room c - m by the same bound. Joints that move
 away or along keep their speed, but for one cap on every joint close to the margin: the
 next command's motion stays within what PROVEN_CHECKS checks can prove from the room left
@@ -166,7 +168,8 @@ class StreamCollision:
         stream's velocity limit, a jog's solved velocity) and a cap at the speed from which
         they still stop in the room left; the others 1. Every joint is capped so that the
         check can prove the next command in PROVEN_CHECKS checks. heading: where the stream
-        goes (joints at rest there count as moving toward it).
+        goes, or where a jog's last solved velocity leads (joints at rest count as moving
+        toward it).
         """
         check = self._check(position)
         room = check.distance - self._margin
@@ -423,7 +426,8 @@ def guarded_step(controller: IkController, now: float) -> np.ndarray:
     previous = stream.position.copy()
     if stream.dt is not None:
         stream.slowdown = collision.slowdown(
-            previous, stream.velocity, None if jog.active else stream.heading,
+            previous, stream.velocity,
+            previous + jog.jogger.wanted if jog.active else stream.heading,
             stream.limits, stream.dt)
     try:
         proposed = jog.step(now) if jog.active else stream.step()

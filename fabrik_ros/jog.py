@@ -173,6 +173,7 @@ class Jogger:
             raise ValueError(f'reset needs {self.chain.dof} finite positions and velocities')
         self.position = np.clip(position, self.limits.lower, self.limits.upper)
         self.velocity = velocity.copy()
+        self.wanted = np.zeros(self.chain.dof)  # rad/s: the last tick's, before a slowdown
         self.stop()
 
     def take(self, position: np.ndarray, velocity: np.ndarray) -> None:
@@ -397,6 +398,7 @@ class Jogger:
         limits, dt = self.limits, self.settings.command_period
         reach = limits.max_acceleration * dt
         low, high, _ = self._velocity_bounds()
+        self.wanted = wanted
         if self._slowdown is not None:
             scale, cap = self._slowdown
             wanted = np.clip(wanted * scale, -cap, cap)

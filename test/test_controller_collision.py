@@ -397,6 +397,23 @@ def test_a_real_arm_jogged_into_itself_stops_a_margin_short():
                                      JogStatus.HALT_FOR_COLLISION)
 
 
+def test_a_jog_pushed_on_into_an_obstacle_it_rests_at_is_held_not_stopped_each_command():
+    """At rest at the margin, a jog into the sphere halts by the slowdown: one stop at most."""
+    yaw = serial_arm().joint_names[0]
+    controller = streaming(IN_THE_SWEEP)
+    controller.on_target(0, Target(BEYOND_IT), 0.0)
+    path = list(ticks(controller, 200))
+    stops, now = 0, 2.0
+    for _ in range(50):     # +yaw turns the arm into the sphere
+        now += DT
+        controller.jog.on_joint_jog({yaw: 1.0}, now)
+        path.append(controller.tick(now).command.position)
+        stops += controller.collision.cut
+    assert stops <= 1   # the first command, before the jog has a velocity to slow
+    assert least_along(np.array(path), IN_THE_SWEEP) >= MARGIN - TOLERANCE
+    assert controller.jog.status == JogStatus.HALT_FOR_COLLISION
+
+
 def test_a_slowdown_distance_that_is_no_distance_is_refused_by_name():
     with pytest.raises(ValueError, match='collision_slowdown_distance'):
         make_settings(serial_arm(), collision_slowdown_distance=-0.1)
