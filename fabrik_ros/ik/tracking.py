@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import math
-from operator import le
+from operator import add, le, sub
 
 from .limits import _clamped, JointLimits
 from .linalg import _NOT_POSITIVE_DEFINITE, _pushed
@@ -34,8 +34,8 @@ from .orientations import _one_effector_fit, _Orientations
 from .points import _State
 from .result import _Steps, IkResult
 from .rotations import _ORIGIN
-from .tuning import (DAMPING_FLOOR, DAMPING_MAX, DAMPING_MIN, DAMPING_START, EXPLORE_STALL,
-                     MOMENTUM, MOMENTUM_MOST, POSE_DAMPING_FLOOR, POSE_STALL,
+from .tuning import (CARRY_WAIT, DAMPING_FLOOR, DAMPING_MAX, DAMPING_MIN, DAMPING_START,
+                     EXPLORE_STALL, MOMENTUM, MOMENTUM_MOST, POSE_DAMPING_FLOOR, POSE_STALL,
                      REDUNDANT_MOMENTUM, REDUNDANT_MOVE_LEAST, STALL, STALL_RELATIVE,
                      TRACK_STEPS)
 
@@ -43,27 +43,69 @@ _new_tuple = tuple.__new__  # a _Steps from its fields without NamedTuple's Pyth
 
 
 class _Tracking:
-    """IkSolver's lean tracking path (see _track), from ahead of the seed on a fast track."""
+    """IkSolver's lean tracking path (see _track), carried on along a fast track."""
 
-    # The last fast-tracked move (see _note_move): its tree, seed and answer, or None.
-    _move: tuple[_Tree, list[float], list[float]] | None = None
+    # The last fast-tracked move (see _note_move): its tree, seed and answer, and (six joints
+    # or fewer) the last shortfall of a first closing step from a seed (see _tracked), or
+    # None.
+    _move: tuple[_Tree, list[float], list[float], list[float] | None] | None = None
+    # The last lean path's first closing step's end less the carry it took (see _track).
+    _first: list[float] | None = None
+    # Carried steps in a row that did not close in one (see _tracked), and the solves left
+    # to start ahead before the next is tried.
+    _misses: int = 0
+    _wait: int = 0
 
     def _tracked(self, tree: _Tree, seeded: _State, targets: list[tuple[float, float, float]],
                  rotations: list | None, orientations: _Orientations | None, deadline: float
                  ) -> IkResult | None:
-        """Return the lean path's answer (_track): from ahead of the seed on a fast track."""
-        ahead = self._tracked_ahead(tree, seeded, targets, rotations, orientations, deadline)
-        if ahead is not None:
-            return ahead
+        """
+        Return the lean path's answer (_track), carried on along a fast track.
+
+        A seed that is the last answer of a fast-tracked move (_note_move) starts ahead of
+        itself (_tracked_ahead), or without redundancy (six joints or fewer), where the
+        last such carried step closed in one, its first closing step carries on by what the
+        last first step from a seed fell short of its answer. That shortfall is the step's
+        second-order error (the curvature of the forward kinematics along the move); where
+        it is much the same from one move to the next, one closing step and one forward
+        kinematics close a move that needs two steps from the seed alone or two forward
+        kinematics from ahead. Where it is not (the carried step needs more), starts ahead
+        take over for 0, 1, 3, 7 and at most CARRY_WAIT solves as the misses go on in a
+        row. Not after a move of some joint by more than MOMENTUM_MOST (near a singularity
+        joints swing: carried on, a swing could cross into another branch). A carry that
+        does not lower the error is dropped; where the lean path gives up the solve goes on
+        from the seed exactly as without a carry or a start ahead.
+        """
+        move = self._move
+        if move is not None and move[0] is tree and seeded is self._last[1] \
+                and move[2] == seeded.q:
+            if move[3] is None or self._wait:
+                self._wait -= self._wait > 0
+                tracked = self._tracked_ahead(tree, seeded, targets, rotations, orientations,
+                                              deadline, move)
+            elif max(map(abs, map(sub, seeded.q, move[1]))) <= MOMENTUM_MOST:
+                tracked = self._track(tree, seeded, targets, rotations, orientations, deadline,
+                                      move[3])
+                if tracked is not None:
+                    self._misses = self._misses + 1 if tracked.closing_steps > 1 else 0
+                    self._wait = min(2 ** self._misses // 2 - 1, CARRY_WAIT) \
+                        if self._misses else 0
+                    self._note_move(tree, seeded, tracked, orientations, True)
+            else:
+                tracked = None
+            if tracked is not None:
+                return tracked
         tracked = self._track(tree, seeded, targets, rotations, orientations, deadline)
-        self._note_move(tree, seeded, tracked, orientations)
+        self._note_move(tree, seeded, tracked, orientations, False)
         return tracked
 
     def _tracked_ahead(self, tree: _Tree, seeded: _State,
                        targets: list[tuple[float, float, float]], rotations: list | None,
-                       orientations: _Orientations | None, deadline: float) -> IkResult | None:
+                       orientations: _Orientations | None, deadline: float,
+                       move: tuple[_Tree, list[float], list[float], list[float] | None]
+                       ) -> IkResult | None:
         """
-        Return the lean path's answer from a start ahead of the seed on a fast track, or None.
+        Return the lean path's answer from a start ahead of the seed after `move`, or None.
 
         A seed that is the last answer of a fast-tracked move (_note_move) starts MOMENTUM
         (REDUNDANT_MOMENTUM with more than six joints) of that move further on, clipped
@@ -79,10 +121,6 @@ class _Tracking:
         nearest solution lies on another: a flip), or where the lean path from there gives
         up: the solve then goes on from the seed exactly as without a start ahead.
         """
-        move = self._move
-        if move is None or move[0] is not tree or seeded is not self._last[1] \
-                or move[2] != seeded.q:
-            return None
         q, limits = seeded.q, self.limits
         share = MOMENTUM if len(q) <= 6 else REDUNDANT_MOMENTUM
         # One loop, no comprehension, maps or min and max calls (the tracking solve's
@@ -106,32 +144,34 @@ class _Tracking:
                     return None     # deeper into a limit's margin: see above
         start = tree.sweep(ahead, _ORIGIN)
         tracked = self._track(tree, start, targets, rotations, orientations, deadline)
-        if tracked is not None:
-            self._move = (tree, seeded.q, self._last[1].q)
+        if tracked is not None:     # (a start ahead tells no shortfall: the last is kept)
+            self._move = (tree, seeded.q, self._last[1].q, move[3])
         return tracked
 
     def _note_move(self, tree: _Tree, seeded: _State, tracked: IkResult | None,
-                   orientations: _Orientations | None) -> None:
+                   orientations: _Orientations | None, carried: bool) -> None:
         """
         Keep the lean path's move from the seed if it was fast tracking, else forget it.
 
-        Fast tracking: a full pose answered by two or more closing steps (one closes a slow
-        move): the next solve seeded with this answer tries a start ahead of it first
-        (_tracked_ahead). Without redundancy (six joints or fewer) its answers are isolated,
-        so the start ahead is nearer the one the seed leads to. With redundancy the move's
-        share along the self-motion carries on from move to move (a geometric sum: 1 / (1 -
-        share) of it), and the arm drifts along it away from where the minimum-norm closing
-        steps from the seed keep it: at MOMENTUM the iiwa's drift ran into unreached targets
-        and larger joint moves, at the smaller REDUNDANT_MOMENTUM it keeps off them, and
-        most solves still close in one step.
+        Fast tracking: a move carried on from the last (carried) or a full pose answered by
+        two or more closing steps (one closes a slow move): the next solve seeded with this
+        answer carries it on (_tracked). Without redundancy (six joints or fewer) its answers
+        are isolated, so the carried step closes on the one the seed leads to. With
+        redundancy a start ahead's share along the self-motion carries on from move to move
+        (a geometric sum: 1 / (1 - share) of it), and the arm drifts along it away from where
+        the minimum-norm closing steps from the seed keep it: at a share of 0.8 the iiwa's
+        drift ran into unreached targets and larger joint moves, at the smaller
+        REDUNDANT_MOMENTUM it keeps off them, and most solves still close in one step.
         """
-        fast = tracked is not None and tracked.closing_steps >= 2 \
-            and orientations is not None and orientations.items[0][1] == 'full'
-        self._move = (tree, seeded.q, self._last[1].q) if fast else None
+        fast = tracked is not None and (carried or tracked.closing_steps >= 2 and orientations
+                                        is not None and orientations.items[0][1] == 'full')
+        answer, first = self._last[1].q, self._first
+        short = None if len(answer) > 6 or first is None else list(map(sub, answer, first))
+        self._move = (tree, seeded.q, answer, short) if fast else None
 
     def _track(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
-               rotations: list | None, orientations: _Orientations | None, deadline: float
-               ) -> IkResult | None:
+               rotations: list | None, orientations: _Orientations | None, deadline: float,
+               carry: list[float] | None = None) -> IkResult | None:
         """
         Return the answer for a seed already close to its target (tracking), or None.
 
@@ -142,7 +182,9 @@ class _Tracking:
         None when the full solve would do more: the target beyond reach, the seed outside
         the closing radius, the time budget spent, a step that stalls or finds no damping
         lowering the error, or TRACK_STEPS steps short of the tolerance; the full solve
-        then starts from the same seed.
+        then starts from the same seed. carry: joint values the first step adds to its own
+        (see _tracked), dropped where they do not lower the error; the first step's end less
+        the carry it took is kept (_first).
         """
         effector = tree.effectors[0]
         goal = targets[0]
@@ -160,15 +202,19 @@ class _Tracking:
         history = [math.sqrt(objective)]
         state = start
         damping = DAMPING_START
+        self._first = None
         # The closing stage (_Solve._closing_stage) while the target is open.
         while error > tolerance and excess > STALL * tolerance:
             if len(history) > TRACK_STEPS or deadline < math.inf and self.clock() >= deadline:
                 return None
+            first = len(history) == 1
             step = self._track_step(tree, state, goal, orientations, objective, excess,
-                                    damping, len(history) == 1)
+                                    damping, first, carry if first else None)
             if step is None:
                 return None
-            state, used, objective, new_error = step
+            state, used, objective, new_error, carried = step
+            if first:
+                self._first = state.q if carried is None else list(map(sub, state.q, carried))
             history.append(math.sqrt(objective))
             new_excess = 1e-15 if 1e-15 > history[-1] else history[-1]     # (max, as above)
             if new_error > tolerance:   # the stall test: a step gaining too little ends it
@@ -185,10 +231,10 @@ class _Tracking:
 
     def _track_step(self, tree: _Tree, state: _State, goal: tuple[float, float, float],
                     orientations: _Orientations | None, objective: float, excess: float,
-                    damping: float, steer: bool
-                    ) -> tuple[_State, float, float, float] | None:
+                    damping: float, steer: bool, carry: list[float] | None
+                    ) -> tuple[_State, float, float, float, list[float] | None] | None:
         """
-        Return the state after one closing step, the damping it took, its objective and error.
+        Return the state after one closing step, its damping, objective, error and carry.
 
         None if no damping lowers the objective.
 
@@ -196,7 +242,8 @@ class _Tracking:
         damping rises tenfold until the error falls (a push that costs more than the step
         gains is dropped first), up to DAMPING_MAX. A position or full pose whose step no
         steering changes (every joint clear of its limit's margins, or a full pose without
-        redundancy) takes it from the tree's compiled step (_compiled_step).
+        redundancy) takes it from the tree's compiled step (_compiled_step), carry (see
+        _track) added; the carry it kept, or None.
         """
         effector = tree.effectors[0]
         x, y, z = state.points[effector.point]
@@ -216,7 +263,7 @@ class _Tracking:
                 map(le, limits.inner_lower, q)) and all(map(le, q, limits.inner_upper))):
             answer, damping = _compiled_step(kernel, tree, state, goal, orientations,
                                              objective, residual, s, limits, damping,
-                                             scale, floor)
+                                             scale, floor, carry)
             if answer is not None or damping > DAMPING_MAX:
                 return answer
         if orientations is None:
@@ -226,8 +273,9 @@ class _Tracking:
         else:
             rows = tree.jacobian(state, False, [0])
             orientations.extend(state, rows, residual)
-        return self._rows_step(tree, state, goal, orientations, objective, rows, residual,
-                               damping, floor, scale, steer)
+        answer = self._rows_step(tree, state, goal, orientations, objective, rows, residual,
+                                 damping, floor, scale, steer)
+        return None if answer is None else (*answer, None)
 
     def _rows_step(self, tree: _Tree, state: _State, goal: tuple[float, float, float],
                    orientations: _Orientations | None, objective: float,
@@ -256,15 +304,18 @@ class _Tracking:
 def _compiled_step(kernel: Callable, tree: _Tree, state: _State,
                    goal: tuple[float, float, float], orientations: _Orientations | None,
                    objective: float, residual: list[float], s: float, limits: JointLimits,
-                   damping: float, scale: float, floor: float
-                   ) -> tuple[tuple[_State, float, float, float] | None, float]:
+                   damping: float, scale: float, floor: float, carry: list[float] | None
+                   ) -> tuple[tuple[_State, float, float, float, list[float] | None] | None,
+                              float]:
     """
     Return _track_step's step from a compiled step kernel, and the damping it ended at.
 
     kernel: the tree's pose_step or position_step (sweep): the floats of the rows' damped
     solve, for a step without weights or push. None and a damping within DAMPING_MAX
     where the rows' path must go on from there: a joint the step would carry past its
-    limit (solved again without it), a system the rows' solve leaves to numpy.
+    limit (solved again without it), a system the rows' solve leaves to numpy. carry:
+    joint values added to the step; a step it carries past a limit or to no lower error is
+    taken again without it, at the same damping.
     """
     point = tree.effectors[0].point
     x, y, z = state.points[point]
@@ -275,12 +326,17 @@ def _compiled_step(kernel: Callable, tree: _Tree, state: _State,
                           floor if floor > shifted else shifted)     # (max, without a call)
         except _NOT_POSITIVE_DEFINITE:
             return None, damping
-        moved, held = _clamped(state.q, step, limits.lower, limits.upper)
+        moved, held = _clamped(state.q, step if carry is None else list(map(add, step, carry)),
+                               limits.lower, limits.upper)
+        if not held:
+            candidate = tree.sweep(moved, _ORIGIN)
+            fit = _one_effector_fit(candidate, goal, point, orientations)
+            if fit[0] < objective:
+                return (candidate, damping, fit[0], fit[1], carry), damping
+        if carry is not None:
+            carry = None
+            continue
         if held:
             return None, damping
-        candidate = tree.sweep(moved, _ORIGIN)
-        fit = _one_effector_fit(candidate, goal, point, orientations)
-        if fit[0] < objective:
-            return (candidate, damping, fit[0], fit[1]), damping
         damping *= 10.0
     return None, damping

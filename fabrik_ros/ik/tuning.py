@@ -77,6 +77,7 @@ MOMENTUM = 0.8          # share of the last tracked move a fast-tracked solve st
 MOMENTUM_MOST = 0.3     # rad (m for a slide): after a joint's larger move, none ahead
 REDUNDANT_MOMENTUM = 0.65  # ... with redundancy (seven joints or more): less, see _note_move
 REDUNDANT_MOVE_LEAST = 0.02  # rad (m): ... and only after some joint's larger move
+CARRY_WAIT = 15         # solves at most between tries of a carried closing step (_tracked)
 
 # docs/solver.md, Heuristics: Confirming restarts, Tracking keeps its branch
 RESTART_SEED = 20111    # the restart seeds' random generator seed: solves are reproducible
