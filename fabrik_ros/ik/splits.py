@@ -322,23 +322,24 @@ class _Wrist(_Split):
         return best
 
 
-class _OffsetWrist(_Split):
+class _WholeArm(_Split):
     """
-    An arm of the UR family (fabrik_ros.ik.offset_wrist): full poses in closed form.
+    An arm whose full poses have a closed form as a whole: pose_angles is nearest_angles.
 
-    Its eight solutions (shoulder, wrist and elbow either way) are exact; the one nearest
-    the seed within the limits is the answer, None where there is none (out of reach, or
-    the sixth axis along the parallel ones: a singularity).
+    Subclasses name the arm's detection (detect: chain, tolerance -> arm or None) and its
+    solutions (nearest_angles).
     """
 
-    def __init__(self, solver: IkSolver, arm: OffsetWrist) -> None:
+    detect: Callable[[Chain, float], object | None]
+
+    def __init__(self, solver: IkSolver, arm: object) -> None:
         super().__init__(solver)
         self.arm = arm
 
     @classmethod
-    def of(cls, solver: IkSolver) -> _OffsetWrist | None:
+    def of(cls, solver: IkSolver) -> _WholeArm | None:
         """Return the closed form for the solver's chain, None if it is not such an arm."""
-        arm = offset_wrist(solver.chain, solver.tolerance) \
+        arm = cls.detect(solver.chain, solver.tolerance) \
             if solver.orientation_modes[0] == 'full' else None
         return cls(solver, arm) if arm is not None else None
 
@@ -348,13 +349,26 @@ class _OffsetWrist(_Split):
         """Return the closed form's angles; see _Split.pose_angles."""
         return self.nearest_angles(tree, start, goal, rotation), [0, 0, 0], math.nan
 
+
+class _OffsetWrist(_WholeArm):
+    """
+    An arm of the UR family (fabrik_ros.ik.offset_wrist): full poses in closed form.
+
+    Its eight solutions (shoulder, wrist and elbow either way) are exact; the one nearest
+    the seed within the limits is the answer, None where there is none (out of reach, or
+    the sixth axis along the parallel ones: a singularity).
+    """
+
+    detect = staticmethod(offset_wrist)
+    arm: OffsetWrist
+
     def nearest_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
                        rotation: tuple[float, ...]) -> list[float] | None:
         """Return the exact solution nearest the seed, None if none fits the limits."""
         return offset_wrist_angles(self.arm, goal, rotation, start.q, self.lower, self.upper)
 
 
-class _OffsetElbow(_Split):
+class _OffsetElbow(_WholeArm):
     """
     A seven-joint arm of the Panda's kind (fabrik_ros.ik.offset_elbow): full poses in closed form.
 
@@ -365,22 +379,8 @@ class _OffsetElbow(_Split):
     fits).
     """
 
-    def __init__(self, solver: IkSolver, arm: OffsetElbow) -> None:
-        super().__init__(solver)
-        self.arm = arm
-
-    @classmethod
-    def of(cls, solver: IkSolver) -> _OffsetElbow | None:
-        """Return the closed form for the solver's chain, None if it is not such an arm."""
-        arm = offset_elbow(solver.chain, solver.tolerance) \
-            if solver.orientation_modes[0] == 'full' else None
-        return cls(solver, arm) if arm is not None else None
-
-    def pose_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
-                    rotation: tuple[float, ...], deadline: float
-                    ) -> tuple[list[float] | None, list[int], float]:
-        """Return the closed form's angles; see _Split.pose_angles."""
-        return self.nearest_angles(tree, start, goal, rotation), [0, 0, 0], math.nan
+    detect = staticmethod(offset_elbow)
+    arm: OffsetElbow
 
     def nearest_angles(self, tree: _Tree, start: _State, goal: tuple[float, float, float],
                        rotation: tuple[float, ...]) -> list[float] | None:
