@@ -30,7 +30,7 @@ import signal
 from typing import Any
 
 from fabrik_ros.node_process import NodeProcess
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 import pytest
 import yaml
 
@@ -54,9 +54,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 # CI replays the same examples every run, so a red CI means a changed behaviour, not a
 # luckier draw; local runs keep exploring new examples (and keep the ones that failed).
-settings.register_profile('ci', derandomize=True, print_blob=True)
-if os.environ.get('CI'):
-    settings.load_profile('ci')
+# Neither fails on how long drawing examples took: that measures the machine's load.
+_UNTIMED = [HealthCheck.too_slow]
+settings.register_profile('local', suppress_health_check=_UNTIMED)
+settings.register_profile('ci', derandomize=True, print_blob=True,
+                          suppress_health_check=_UNTIMED)
+settings.load_profile('ci' if os.environ.get('CI') else 'local')
 
 
 def write_params_file(path: Path, parameters: Mapping[str, Any]) -> Path:

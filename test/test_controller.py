@@ -34,7 +34,7 @@ from fabrik_ros.ik import IkSolver
 from fabrik_ros.jog import JogSettings, JogStatus
 from fabrik_ros.motion import time_to_reach
 from fabrik_ros.settings import model_limits, Settings
-from hypothesis import event, HealthCheck, settings, strategies as st
+from hypothesis import event, settings, strategies as st
 from hypothesis.stateful import (initialize, invariant, precondition, rule,
                                  RuleBasedStateMachine)
 import numpy as np
@@ -528,8 +528,7 @@ class ControllerContract(RuleBasedStateMachine):
 
 
 ControllerContract.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=60, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow])
+    max_examples=150, stateful_step_count=60, deadline=None)
 # Overflows and invalid values are bugs here, not warnings.
 test_the_safety_contract_holds_over_random_event_sequences = pytest.mark.filterwarnings(
     'error::RuntimeWarning')(ControllerContract.TestCase)
@@ -556,8 +555,7 @@ class JoggingContract(ControllerContract):
 
 
 JoggingContract.TestCase.settings = settings(
-    max_examples=100, stateful_step_count=60, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow])
+    max_examples=100, stateful_step_count=60, deadline=None)
 test_the_safety_contract_holds_while_jogging = pytest.mark.filterwarnings(
     'error::RuntimeWarning')(JoggingContract.TestCase)
 

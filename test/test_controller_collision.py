@@ -33,7 +33,7 @@ from fabrik_ros.collision import Box, CollisionModel, Cylinder, Sphere
 from fabrik_ros.controller import IkController, Target
 from fabrik_ros.ik import IkSolver
 from fabrik_ros.jog import JogStatus
-from hypothesis import event, HealthCheck, settings, strategies as st
+from hypothesis import event, settings, strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 import numpy as np
 import pytest
@@ -227,8 +227,7 @@ class ObstacleContract(ControllerContract):
 
 
 ObstacleContract.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=40, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow])
+    max_examples=60, stateful_step_count=40, deadline=None)
 test_the_safety_contract_holds_among_random_obstacles = pytest.mark.filterwarnings(
     'error::RuntimeWarning')(ObstacleContract.TestCase)
 
