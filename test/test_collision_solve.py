@@ -272,8 +272,8 @@ def test_the_searched_branches_are_every_exact_solution_nearest_the_seed_first(u
     q, seed = np.array(angles[:6]), angles[6:]
     assume(abs(np.sin(q[2])) > 0.05 and abs(np.sin(q[4])) > 0.05)     # off the singularities
     pose = chain.tip_pose(q)
-    solutions = offset_wrist_solutions(arm, pose[:3, 3], pose[:3, :3].ravel(), seed,
-                                       limits.lower, limits.upper)
+    solutions = list(offset_wrist_solutions(arm, pose[:3, 3], pose[:3, :3].ravel(), seed,
+                                            limits.lower, limits.upper))
     for solution in solutions:
         assert np.allclose(chain.tip_pose(solution), pose, atol=1e-9)
         assert np.all(chain.lower <= solution) and np.all(solution <= chain.upper)
