@@ -232,8 +232,8 @@ class Collisions:
         reached, answer.reached = answer.reached, False
         if solver.root == 'free':   # the base moves too: the answer is reported as it is
             return answer
-        listed = self._listed(solver, answer, problem, rows, pair)
-        if listed is not None:
+        listed = reached and self._listed(solver, answer, problem, rows, pair)
+        if listed:
             return listed
         if self._geometry is None:
             self._geometry = Geometry(self.chain, self.model)
@@ -246,12 +246,13 @@ class Collisions:
         """
         Return the first clear exact solution, nearest the seed first, as the solve's answer.
 
-        Where the closed form lists all of a pose's solutions (exact_solutions) and the
-        answer's frames are the solver's: each measured from the solver's own FK, first on
-        the pairs closer than the margin at those before; the clear one is packaged as the
-        solver packages an answer (its errors measured once), and reached if its goals are
-        met. None: no such list, no clear solution, its goals not met or the time up (the
-        search then runs as without it).
+        For an answer that reached its target (the caller's check), where the closed form
+        lists all of the pose's solutions (exact_solutions) and the answer's frames are the
+        solver's: each measured from the solver's own FK, first on the pairs closer than
+        the margin at those before; the clear one is packaged as the solver packages an
+        answer (its errors measured once), and reached if its goals are met. None: no such
+        list, no clear solution, its goals not met or the time up (the search then runs as
+        without it).
         """
         tree, state = solver._last
         seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
