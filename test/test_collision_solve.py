@@ -272,8 +272,8 @@ def test_the_searched_branches_are_every_exact_solution_nearest_the_seed_first(u
     q, seed = np.array(angles[:6]), angles[6:]
     assume(abs(np.sin(q[2])) > 0.05 and abs(np.sin(q[4])) > 0.05)     # off the singularities
     pose = chain.tip_pose(q)
-    solutions = offset_wrist_solutions(arm, pose[:3, 3], pose[:3, :3].ravel(), seed,
-                                       limits.lower, limits.upper)
+    solutions = list(offset_wrist_solutions(arm, pose[:3, 3], pose[:3, :3].ravel(), seed,
+                                            limits.lower, limits.upper))
     for solution in solutions:
         assert np.allclose(chain.tip_pose(solution), pose, atol=1e-9)
         assert np.all(chain.lower <= solution) and np.all(solution <= chain.upper)
@@ -285,3 +285,22 @@ def test_the_searched_branches_are_every_exact_solution_nearest_the_seed_first(u
     turns = [np.remainder(np.array(solution) - q + np.pi, 2 * np.pi) - np.pi
              for solution in solutions]
     assert min(np.abs(turn).max() for turn in turns) < 1e-6     # q's own branch among them
+
+
+def test_a_colliding_answer_gives_way_to_the_first_clear_exact_solution_nearest_the_seed(ur5e):
+    from fabrik_ros.ik.branches import offset_wrist_solutions
+    chain, scene = ur5e, [TABLE, PILLAR]
+    aware = IkSolver(chain)
+    aware.set_obstacles(scene)
+    limits = aware.limits
+    for position, orientation in _first_answer_colliding(chain, scene, 3):
+        result = aware.solve(position, orientation=orientation)
+        rotation = aware._orientations(orientation, [tuple(position)])[0]
+        solutions = offset_wrist_solutions(aware._split.arm, position, rotation,
+                                           chain.neutral().tolist(), limits.lower,
+                                           limits.upper)
+        first = next(q for q in solutions if chain.clearance(q, scene) >= MARGIN)
+        assert result.reached and result.q.tolist() == first
+        tip = chain.tip_pose(result.q)
+        assert result.error == pytest.approx(np.linalg.norm(tip[:3, 3] - position), abs=1e-12)
+        assert result.clearance == pytest.approx(chain.clearance(result.q, scene), abs=1e-12)

@@ -33,6 +33,7 @@ import numpy as np
 from .rotations import _axis_frame, _ORIGIN
 
 if TYPE_CHECKING:   # the solver imports this module through collisions
+    from .points import _State
     from .result import IkResult
     from .solver import IkSolver
 
@@ -74,10 +75,13 @@ class AnswerFrames:
         _, state = solver._last
         if state.base != _ORIGIN or state.q != answer.q.tolist():
             return None
+        distance, pair, _ = nearest_pair(rows, None, floor, self.placed(rows, state))
+        return distance, pair
+
+    def placed(self, rows: CheckRows, state: _State) -> np.ndarray:
+        """Return the points of rows.local in the base frame (4, k) from a state's frames."""
         if rows is not self._rows:
             self._lay_out(rows)
         frames = state.frames
         ordered = sum(frames[-1:] + frames[:rows.frames - 1], ()) + (0.0, 1.0)
-        placed = np.array(ordered).take(self._index).dot(self._local)
-        distance, pair, _ = nearest_pair(rows, None, floor, placed)
-        return distance, pair
+        return np.array(ordered).take(self._index).dot(self._local)

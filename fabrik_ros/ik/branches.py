@@ -26,6 +26,7 @@ steps (which it falls back on).
 
 from __future__ import annotations
 
+from heapq import heappop, heappush
 from itertools import islice
 from typing import Iterator, Sequence
 
@@ -47,7 +48,7 @@ def exact_solutions(arm: object, position: Sequence[float], rotation: Sequence[f
     SWEEP_STEPS steps of SWEEP_STEP either way, nearest first); None for any other.
     """
     if isinstance(arm, OffsetWrist):
-        return iter(offset_wrist_solutions(arm, position, rotation, seed, lower, upper)), True
+        return offset_wrist_solutions(arm, position, rotation, seed, lower, upper), True
     if isinstance(arm, OffsetElbow):
         return _swept(arm, position, rotation, seed, lower, upper), False
     return None
@@ -70,13 +71,16 @@ def _swept(arm: OffsetElbow, position: Sequence[float], rotation: Sequence[float
 def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],
                            rotation: Sequence[float], seed: Sequence[float],
                            lower: Sequence[float], upper: Sequence[float]
-                           ) -> list[list[float]]:
+                           ) -> Iterator[list[float]]:
     """
-    Return the pose's solutions within the limits, nearest the seed first (radians).
+    Yield the pose's solutions within the limits, nearest the seed first (radians).
 
     position: metres, rotation: row-major 9-tuple (base frame), as offset_wrist_angles
     takes them; each angle turned by whole turns to lie within the limits nearest the seed.
-    Plain floats: a handful of 3-vectors, cheaper than numpy's per-call cost.
+    Lazily: the wrist's branches in the order of their first, fifth and sixth angles'
+    distance, which bounds their solutions' from below, so a search that stops at the
+    first clear one fits the shoulder and elbow of the nearest branches only. Plain
+    floats: a handful of 3-vectors, cheaper than numpy's per-call cost.
     """
     branches = offset_wrist_branches(arm, tuple(float(value) for value in position),
                                      tuple(float(value) for value in rotation))
@@ -84,20 +88,27 @@ def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],
     s1, s2, s3, s4, s5, s6 = (float(value) for value in seed)
     l1, l2, l3, l4, l5, l6 = lower
     u1, u2, u3, u4, u5, u6 = upper
-    found = []
+    wrists = []
     first = f1 = None     # the branches come in pairs of one t1: it is fitted once a pair
     for t1, t234, t5, t6, goal in branches:
         if t1 is not first:
             first, f1 = t1, _within(t1, s1, l1, u1)
         f5, f6 = _within(t5, s5, l5, u5), _within(t6, s6, l6, u6)
-        if f1 is None or f5 is None or f6 is None:
-            continue
-        outer = (f1 - s1) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2
+        if f1 is not None and f5 is not None and f6 is not None:
+            wrists.append(((f1 - s1) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2, len(wrists),
+                           f1, t234, f5, f6, goal))
+    wrists.sort()
+    pending: list[tuple[float, int, list[float]]] = []     # a heap: (distance, made, q)
+    made = 0
+    for outer, _, f1, t234, f5, f6, goal in wrists:
+        while pending and pending[0][0] <= outer:   # none to come is nearer
+            yield heappop(pending)[2]
         for t2, t3 in _planar_pair(arm, goal):
             f2, f3 = _within(t2, s2, l2, u2), _within(t3, s3, l3, u3)
             f4 = _within(k4 * (t234 - t2 - k3 * t3), s4, l4, u4)
             if f2 is not None and f3 is not None and f4 is not None:
-                found.append((outer + (f2 - s2) ** 2 + (f3 - s3) ** 2 + (f4 - s4) ** 2,
-                              [f1, f2, f3, f4, f5, f6]))
-    found.sort(key=lambda item: item[0])
-    return [angles for _, angles in found]
+                heappush(pending, (outer + (f2 - s2) ** 2 + (f3 - s3) ** 2 + (f4 - s4) ** 2,
+                                   made, [f1, f2, f3, f4, f5, f6]))
+                made += 1
+    while pending:
+        yield heappop(pending)[2]

@@ -46,8 +46,8 @@ import numpy as np
 from .answer_frames import AnswerFrames
 from .branches import exact_solutions
 from .constrained import constrained_step
-from .result import IkResult
-from .rotations import _rotation_error
+from .result import _Steps, IkResult
+from .rotations import _ORIGIN, _rotation_error
 from .search_task import Geometry, goal_turns, goals_met, Task
 
 if TYPE_CHECKING:   # the solver imports this module
@@ -232,11 +232,59 @@ class Collisions:
         reached, answer.reached = answer.reached, False
         if solver.root == 'free':   # the base moves too: the answer is reported as it is
             return answer
+        listed = reached and self._listed(solver, answer, problem, rows, pair)
+        if listed:
+            return listed
         if self._geometry is None:
             self._geometry = Geometry(self.chain, self.model)
         seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
         search = _Search(self, solver, problem._replace(seed=seed), answer)
         return search.run(reached, pair)
+
+    def _listed(self, solver: IkSolver, answer: IkResult, problem: Problem, rows: CheckRows,
+                pair: int) -> IkResult | None:
+        """
+        Return the first clear exact solution, nearest the seed first, as the solve's answer.
+
+        For an answer that reached its target (the caller's check), where the closed form
+        lists all of the pose's solutions (exact_solutions) and the answer's frames are the
+        solver's: each measured from the solver's own FK, first on the pairs closer than
+        the margin at those before; the clear one is packaged as the solver packages an
+        answer (its errors measured once), and reached if its goals are met. None: no such
+        list, no clear solution, its goals not met or the time up (the search then runs as
+        without it).
+        """
+        tree, state = solver._last
+        seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
+        solutions = (problem.rotations is not None and state.q == answer.q.tolist()
+                     and exact_solutions(getattr(solver._split, 'arm', None),
+                                         problem.targets[0], problem.rotations[0],
+                                         seed.tolist(), solver.limits.lower,
+                                         solver.limits.upper))
+        if not solutions or not solutions[1]:
+            return None
+        colliding = [pair]
+        for q in solutions[0]:
+            if solver.clock() > problem.deadline:
+                return None
+            if q == state.q:
+                continue
+            found = tree.sweep(q, _ORIGIN)
+            distance, nearest, _ = nearest_pair(rows, None, self.margin,
+                                                self._frames.placed(rows, found), colliding)
+            if distance < self.margin:
+                colliding.append(nearest)
+                continue
+            result = solver._result(found, tree, problem.targets, problem.rotations, _Steps(
+                answer.fabrik_iterations, answer.closing_steps, answer.restarts,
+                answer.initial_error, answer.fabrik_error, answer.history, answer.trace,
+                answer.timed_out))
+            result.reached = result.reached and goals_met(
+                solver.tolerance, solver.orientation_tolerance, [],
+                [(solver.orientation_modes[0], result.orientation_error)])
+            result.clearance, result.closest_pair = distance, self.pair_names(nearest)
+            return result if result.reached else None
+        return None
 
 
 class CollisionSettings:
