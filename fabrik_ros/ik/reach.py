@@ -20,7 +20,9 @@ An arm with a spherical shoulder (_ShoulderReach): the joints past the elbow kee
 seed angles, so the tool is a rigid lever of the elbow's link: the elbow's angle sets the
 tool's distance from the shoulder point (subproblem 3) and the shoulder turns it onto the
 target's direction (subproblem 2), as fabrik_ros.ik.wrist solves the wrist centre of a full
-pose. Units: metres, radians.
+pose. An arm of the UR family (_OffsetReach): the seed's tool orientation, turned about the
+first axis toward the target, makes the position a full pose, which
+fabrik_ros.ik.offset_wrist solves exactly. Units: metres, radians.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
 from .model import _new_tuple, _Tree
+from .offset_wrist import offset_wrist, offset_wrist_angles, OffsetWrist
 from .points import _State
 from .result import _Steps, IkResult
-from .rotations import _ORIGIN
-from .subproblems import spin
+from .rotations import _ORIGIN, _product
+from .subproblems import _turn_angle, _turned, spin
 from .wrist import _CENTRE_OFF, serial_revolute, Shoulder, shoulder_angles, spherical_shoulder
 
 if TYPE_CHECKING:
@@ -64,7 +67,7 @@ class _ClosedReach:
         """Return the closed form of the solver's position solves, None if it has none."""
         if solver.root != 'pinned' or not solver._trackable:
             return None
-        return _ShoulderReach.built(solver)
+        return _ShoulderReach.built(solver) or _OffsetReach.built(solver)
 
     def angles(self, tree: _Tree, start: _State, target: tuple[float, float, float]
                ) -> list[float] | None:
@@ -156,6 +159,48 @@ class _ShoulderReach(_ClosedReach):
         shoulder = _levered(self.shoulder, tool, self.tolerance)
         self._held = (held, shoulder)
         return shoulder
+
+
+class _OffsetReach(_ClosedReach):
+    """
+    An arm of the UR family (fabrik_ros.ik.offset_wrist): the position as a full pose.
+
+    A position leaves the orientation free; this takes the one the seed's tool would have
+    were it turned toward the target by the first joint alone (the seed's orientation
+    turned about the first axis by the angle between the seed's tool and the target about
+    it), so that the other joints move little where the target allows. Of that pose's
+    exact solutions within the limits, the one nearest the seed.
+    """
+
+    def __init__(self, arm: OffsetWrist, effector_point: int, tolerance: float,
+                 closing_radius: float, parent: int, tool: tuple[float, ...]) -> None:
+        super().__init__(effector_point, tolerance, closing_radius)
+        self.arm = arm
+        self.parent, self.tool = parent, tool   # the tool's joint; its frame in the joint's
+
+    @classmethod
+    def built(cls, solver: IkSolver) -> _OffsetReach | None:
+        """Return this closed form for a pinned single arm's chain, None if it has none."""
+        arm = offset_wrist(solver.chain, solver.tolerance)
+        if arm is None:
+            return None
+        effector = solver._tree.effectors[0]
+        return cls(arm, effector.point, solver.tolerance, solver.closing_radius,
+                   effector.parent, effector.tool)
+
+    def angles(self, tree: _Tree, start: _State, target: tuple[float, float, float]
+               ) -> list[float] | None:
+        """Return the exact solution of the turned seed orientation nearest the seed."""
+        axis, (ox, oy, oz) = self.arm.first
+        (tx, ty, tz), (px, py, pz) = target, start.points[self.point]
+        turn = _turn_angle(axis, (px - ox, py - oy, pz - oz), (tx - ox, ty - oy, tz - oz))
+        r = _product(start.frames[self.parent][:9], self.tool)
+        # The seed's orientation turned: each of its columns (the tool's axes) turned.
+        x = _turned(axis, turn, (r[0], r[3], r[6]))
+        y = _turned(axis, turn, (r[1], r[4], r[7]))
+        z = _turned(axis, turn, (r[2], r[5], r[8]))
+        rotation = (x[0], y[0], z[0], x[1], y[1], z[1], x[2], y[2], z[2])
+        return offset_wrist_angles(self.arm, target, rotation, start.q, tree.lower, tree.upper)
 
 
 def _tool_in(chain: Chain) -> np.ndarray:
