@@ -24,7 +24,8 @@ the pair's closest points), a step accepted only if the new pose is clearer (whi
 collision) or clear and closer (once clear). Where the answer reached its target, other
 branches come first: a closed form's exact solutions (fabrik_ros.ik.branches: all of an arm
 of the UR family's, none clear meaning the pose has none; a Panda-like arm's at its seventh
-angle swept), nearest the seed first, the first clear one the answer. A redundant arm's
+angle swept), nearest the seed first, the first clear one the answer (all listed: measured
+from the solver's own FK, fabrik_ros.ik.clear_solution). A redundant arm's
 answer then gets closing steps; arms whose solutions were not all listed solve from the
 restart seeds. Closing steps then start from the seed (and the answer).
 The clear pose with the smallest error wins and is reached only if within the tolerances;
@@ -45,9 +46,10 @@ import numpy as np
 
 from .answer_frames import AnswerFrames
 from .branches import exact_solutions
+from .clear_solution import first_clear_solution
 from .constrained import constrained_step
-from .result import _Steps, IkResult
-from .rotations import _ORIGIN, _rotation_error
+from .result import IkResult
+from .rotations import _rotation_error
 from .search_task import Geometry, goal_turns, goals_met, Task
 
 if TYPE_CHECKING:   # the solver imports this module
@@ -232,7 +234,7 @@ class Collisions:
         reached, answer.reached = answer.reached, False
         if solver.root == 'free':   # the base moves too: the answer is reported as it is
             return answer
-        listed = reached and self._listed(solver, answer, problem, rows, pair)
+        listed = reached and first_clear_solution(self, solver, answer, problem, rows, pair)
         if listed:
             return listed
         if self._geometry is None:
@@ -240,51 +242,6 @@ class Collisions:
         seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
         search = _Search(self, solver, problem._replace(seed=seed), answer)
         return search.run(reached, pair)
-
-    def _listed(self, solver: IkSolver, answer: IkResult, problem: Problem, rows: CheckRows,
-                pair: int) -> IkResult | None:
-        """
-        Return the first clear exact solution, nearest the seed first, as the solve's answer.
-
-        For an answer that reached its target (the caller's check), where the closed form
-        lists all of the pose's solutions (exact_solutions) and the answer's frames are the
-        solver's: each measured from the solver's own FK, first on the pairs closer than
-        the margin at those before; the clear one is packaged as the solver packages an
-        answer (its errors measured once), and reached if its goals are met. None: no such
-        list, no clear solution, its goals not met or the time up (the search then runs as
-        without it).
-        """
-        tree, state = solver._last
-        seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
-        solutions = (problem.rotations is not None and state.q == answer.q.tolist()
-                     and exact_solutions(getattr(solver._split, 'arm', None),
-                                         problem.targets[0], problem.rotations[0],
-                                         seed.tolist(), solver.limits.lower,
-                                         solver.limits.upper))
-        if not solutions or not solutions[1]:
-            return None
-        colliding = [pair]
-        for q in solutions[0]:
-            if solver.clock() > problem.deadline:
-                return None
-            if q == state.q:
-                continue
-            found = tree.sweep(q, _ORIGIN)
-            distance, nearest, _ = nearest_pair(rows, None, self.margin,
-                                                self._frames.placed(rows, found), colliding)
-            if distance < self.margin:
-                colliding.append(nearest)
-                continue
-            result = solver._result(found, tree, problem.targets, problem.rotations, _Steps(
-                answer.fabrik_iterations, answer.closing_steps, answer.restarts,
-                answer.initial_error, answer.fabrik_error, answer.history, answer.trace,
-                answer.timed_out))
-            result.reached = result.reached and goals_met(
-                solver.tolerance, solver.orientation_tolerance, [],
-                [(solver.orientation_modes[0], result.orientation_error)])
-            result.clearance, result.closest_pair = distance, self.pair_names(nearest)
-            return result if result.reached else None
-        return None
 
 
 class CollisionSettings:
