@@ -55,12 +55,11 @@ def first_clear_solution(collisions: Collisions, solver: IkSolver, answer: IkRes
     """
     tree, state = solver._last
     chain, margin = collisions.chain, collisions.margin
-    seed = chain.neutral() if problem.seed is None else chain.clip(problem.seed)
+    seed = collisions.neutral if problem.seed is None else chain.clip(problem.seed).tolist()
     solutions = (problem.rotations is not None and state.q == answer.q.tolist()
                  and exact_solutions(getattr(solver._split, 'arm', None),
-                                     problem.targets[0], problem.rotations[0],
-                                     seed.tolist(), solver.limits.lower,
-                                     solver.limits.upper))
+                                     problem.targets[0], problem.rotations[0], seed,
+                                     solver.limits.lower, solver.limits.upper))
     if not solutions or not solutions[1]:
         return None
     colliding = [pair]

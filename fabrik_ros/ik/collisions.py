@@ -131,6 +131,10 @@ class Collisions:
         self._frames = AnswerFrames(chain)  # answers checked from the solver's FK
         self._seeds: np.ndarray | None = None
         self._clear_seeds: tuple[Scene | None, dict[int, bool]] = (None, {})
+        # rows() of the scene, and the names of its pairs as they are asked for
+        self._rows: tuple[Scene | None, CheckRows | None, dict[int, tuple[str, str]]] = (
+            None, None, {})
+        self.neutral = chain.neutral().tolist()     # the seed of a solve given none
         self.scene = Scene([])  # the obstacles (set_obstacles)
         if self_collision is None:
             self_collision, self.status = described_self_collision(chain)
@@ -198,7 +202,11 @@ class Collisions:
 
     def rows(self) -> CheckRows:
         """Return the check's rows of the model against the obstacles (nearest.CheckRows)."""
-        return self.model.check_rows(self.scene)
+        scene, rows, _ = self._rows
+        if scene is not self.scene:
+            rows = self.model.check_rows(self.scene)
+            self._rows = (self.scene, rows, {})
+        return rows
 
     def nearest(self, world: np.ndarray, floor: float = -math.inf,
                 suspects: Sequence[int] = ()) -> tuple[float, int]:
@@ -211,8 +219,12 @@ class Collisions:
 
     def pair_names(self, pair: int) -> tuple[str, str]:
         """Return the names of a pair of rows() (as Clearance.names; -1: '', '')."""
-        bodies = pair_bodies(self.rows(), pair) if pair >= 0 else (-1, -1)
-        return self.model.body_names(self.scene, *bodies)
+        rows = self.rows()
+        names = self._rows[2]
+        if pair not in names:
+            bodies = pair_bodies(rows, pair) if pair >= 0 else (-1, -1)
+            names[pair] = self.model.body_names(self.scene, *bodies)
+        return names[pair]
 
     def _world(self, q: np.ndarray, base: np.ndarray) -> np.ndarray:
         """Return the FK frames of q, moved by a free root's base."""
@@ -228,15 +240,17 @@ class Collisions:
         found = rows.any and self._frames.nearest(rows, solver, answer, floor)
         answer.clearance, pair = found or self.nearest(self._world(answer.q,
                                                                    answer.base_position), floor)
-        answer.closest_pair = self.pair_names(pair)
         if answer.clearance >= self.margin:
+            answer.closest_pair = self.pair_names(pair)
             return answer
         reached, answer.reached = answer.reached, False
-        if solver.root == 'free':   # the base moves too: the answer is reported as it is
-            return answer
-        listed = reached and first_clear_solution(self, solver, answer, problem, rows, pair)
+        listed = reached and solver.root != 'free' and first_clear_solution(
+            self, solver, answer, problem, rows, pair)
         if listed:
             return listed
+        answer.closest_pair = self.pair_names(pair)
+        if solver.root == 'free':   # the base moves too: the answer is reported as it is
+            return answer
         if self._geometry is None:
             self._geometry = Geometry(self.chain, self.model)
         seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
