@@ -142,6 +142,8 @@ class Collisions:
         if self.self_collision:
             self._model = chain.collision
         self.active = self._model is not None and len(self._model.pairs) > 0
+        if self.active:     # built here, not by the first solve
+            self.rows()
 
     @property
     def model(self) -> CollisionModel:
@@ -152,7 +154,11 @@ class Collisions:
         return self._model
 
     def set_obstacles(self, obstacles: Scene | Sequence[Obstacle]) -> None:
-        """Replace the obstacles (base frame); TypeError naming one that is no primitive."""
+        """
+        Replace the obstacles (base frame); TypeError naming one that is no primitive.
+
+        The check's rows against them are built here (nearest.CheckRows), once.
+        """
         if isinstance(obstacles, Scene):
             scene = obstacles
         else:
@@ -166,6 +172,8 @@ class Collisions:
         self.scene = scene
         self.active = model is not None and (len(model.pairs) > 0 or
                                              (len(scene) > 0 and len(model.bodies) > 0))
+        if self.active:     # the check's rows for these obstacles: not the next solve's work
+            self.rows()
 
     @property
     def obstacles(self) -> tuple:
