@@ -459,13 +459,13 @@ class _Search:
             if capped:
                 step *= MAX_STEP / largest
             trial = np.clip(q + step, self.lower, self.upper)
-            candidate = self._evaluate(trial)[0]
-            if _better(candidate, pose, self.margin):
+            taken = self._taken(trial, pose)
+            if taken is not None:
+                candidate, residual, jacobian = taken
                 self.steps += 1
                 slow += pose.clearance >= self.margin and not capped and \
                     candidate.objective > SLOW_RATIO * pose.objective
                 q, pose, world = trial, candidate, candidate.world
-                residual, jacobian, _ = self.task.residual(world, True)
                 constraints = self._constraints(world)
                 damping = max(damping / 3.0, 1e-9)
             else:
@@ -473,6 +473,28 @@ class _Search:
                 if damping > DAMPING_MAX:
                     break
         return pose
+
+    def _taken(self, trial: np.ndarray, pose: _Pose
+               ) -> tuple[_Pose, np.ndarray, np.ndarray] | None:
+        """
+        Return the pose at trial, its residual and Jacobian if the step there is taken.
+
+        Taken: clearer than pose while it collides, clear and closer once it is clear. The
+        trial's clearance is measured down to what rules it out (the pose's, the margin),
+        its residual only where that leaves the step to be taken.
+        """
+        world = self.solver.chain.world_frames(trial)
+        floor = min(pose.clearance, self.margin)
+        clearance, pair = self.collisions.nearest(world, floor)
+        if clearance < floor or clearance <= pose.clearance < self.margin:
+            return None
+        if pose.clearance >= self.margin:   # clear: only a closer pose is taken
+            residual = self.task.residual(world, False)[0]
+            if not float(residual @ residual) < pose.objective:
+                return None
+        residual, jacobian, met = self.task.residual(world, True)
+        return (_Pose(trial, clearance, float(residual @ residual), met, world, pair),
+                residual, jacobian)
 
     def _constraints(self, world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """
@@ -558,11 +580,3 @@ class _Search:
             orientation_error=(max(float(angles[row]) for row, *_ in self.turns)
                                if self.turns else math.nan),
             orientation_errors=angles, clearance=clearance, closest_pair=names)
-
-
-def _better(candidate: _Pose, pose: _Pose, margin: float) -> bool:
-    """Return whether a step to candidate is taken: clearer in collision, closer when clear."""
-    if pose.clearance < margin:
-        return candidate.clearance > pose.clearance or (
-            candidate.clearance >= margin)
-    return candidate.clearance >= margin and candidate.objective < pose.objective
