@@ -72,7 +72,8 @@ def first_clear_solution(collisions: Collisions, solver: IkSolver, answer: IkRes
         distance, nearest, _ = nearest_pair(rows, None, margin,
                                             collisions._frames.placed(rows, found), colliding)
         if distance < margin:
-            colliding.append(nearest)
+            if nearest not in colliding:    # (a suspect found again)
+                colliding.append(nearest)
             continue
         result = solver._result(found, tree, problem.targets, problem.rotations, _Steps(
             answer.fabrik_iterations, answer.closing_steps, answer.restarts,
