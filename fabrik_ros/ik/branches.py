@@ -30,7 +30,7 @@ from heapq import heappop, heappush
 from itertools import islice
 from typing import Iterator, Sequence
 
-from .offset_elbow import _fitting, _sweep, _target, OffsetElbow
+from .offset_elbow import _angles_at, _sweep, _target, OffsetElbow
 from .offset_wrist import _planar_pair, _within, offset_wrist_branches, OffsetWrist
 
 SWEEP_STEP = 0.25   # radians: a seventh joint's step, either way from its seed's angle
@@ -57,12 +57,15 @@ def exact_solutions(arm: object, position: Sequence[float], rotation: Sequence[f
 def _swept(arm: OffsetElbow, position: Sequence[float], rotation: Sequence[float],
            seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
            ) -> Iterator[list[float]]:
-    """Return exact_solutions' solutions of an OffsetElbow, lazily (see offset_elbow._fitting)."""
+    """Yield exact_solutions' solutions of an OffsetElbow (see offset_elbow.swept_angles)."""
     target = _target(arm, [float(value) for value in position],
                      [float(value) for value in rotation])
     seed = [float(value) for value in seed]
-    return _fitting(arm, target, islice(_sweep(seed[6], SWEEP_STEP, SWEEP_STEPS),
-                                        2 * SWEEP_STEPS + 1), seed, lower, upper)
+    for last in islice(_sweep(seed[6], SWEEP_STEP, SWEEP_STEPS), 2 * SWEEP_STEPS + 1):
+        if lower[6] <= last <= upper[6]:
+            found = _angles_at(arm, target, last, seed, lower, upper)
+            if found is not None:
+                yield found[0]
 
 
 def offset_wrist_solutions(arm: OffsetWrist, position: Sequence[float],

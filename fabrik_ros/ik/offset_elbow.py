@@ -31,7 +31,7 @@ turn the rest (subproblem 1). Up to eight solutions for one seventh angle (as He
 from __future__ import annotations
 
 import math
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
@@ -40,9 +40,6 @@ from .subproblems import _cross, _dot, _sinusoid_roots, _TWO_PI, _within
 from .wrist import _CENTRE_OFF, _meeting, _PARALLEL, serial_revolute, Shoulder, spherical_shoulder
 
 _NARROW = 1e-9          # |sin|^2 below this: two directions too near parallel to fix a frame
-
-# _fitting's last sweep: [(arm, (target, seed, lower, upper), {seventh angle: answer})].
-_LAST_SWEEP: list[tuple | None] = [None]
 
 Vector = tuple[float, float, float]
 Turned = tuple[Vector, Vector, Vector]   # a vector's parts about an axis (see _parts)
@@ -153,42 +150,19 @@ def swept_angles(arm: OffsetElbow, position: Sequence[float], rotation: Sequence
     Angles at which the elbow cannot set the distance S-W within its limits are passed
     over at the cost of a sine and a cosine.
     """
-    return next(_fitting(arm, _target(arm, position, rotation), _sweep(seed[6], step, steps),
-                         seed, lower, upper), None)
-
-
-def _fitting(arm: OffsetElbow, target: tuple[Vector, ...], lasts: Iterable[float],
-             seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
-             ) -> Iterator[list[float]]:
-    """
-    Yield the solution nearest the seed at each seventh angle of lasts where one fits.
-
-    target: as _target gives it; angles outside the seventh's limits, and those at which
-    the elbow cannot set the distance S-W within its limits (a sine and a cosine), are
-    passed over; at the others, offset_elbow_angles's answer where it has one. The last
-    sweep's answers are kept (_LAST_SWEEP): the collision search sweeps the angles of the
-    solve's closed form again, more finely.
-    """
-    key = (target, list(seed), list(lower), list(upper))
-    last_sweep = _LAST_SWEEP[0]     # one read: threads sharing it at worst recompute
-    if last_sweep is not None and last_sweep[0] is arm and last_sweep[1] == key:
-        answers = last_sweep[2]
-    else:
-        answers = {}
-        _LAST_SWEEP[0] = (arm, key, answers)
-    low, high = lower[6], upper[6]
+    free, low, high = seed[6], lower[6], upper[6]
+    target = _target(arm, position, rotation)
     (kx, ky, kz), (lx, ly, lz), (qx, qy, qz) = target[:3]
     base, along, cross = kx * kx + ky * ky + kz * kz + lx * lx + ly * ly + lz * lz, \
         2.0 * (kx * lx + ky * ly + kz * lz), -2.0 * (kx * qx + ky * qy + kz * qz)
     shortest, longest = _reach(arm.shoulder.sinusoid, lower[3], upper[3])
-    for last in lasts:
+    for last in _sweep(free, step, steps):
         if low <= last <= high and shortest <= base + along * math.cos(last) \
                 + cross * math.sin(last) <= longest:
-            found = answers.get(last, answers)
-            if found is answers:
-                found = answers[last] = _angles_at(arm, target, last, seed, lower, upper)
+            found = _angles_at(arm, target, last, seed, lower, upper)
             if found is not None:
-                yield list(found[0])     # the answers kept are not handed out
+                return found[0]
+    return None
 
 
 def _sweep(free: float, step: float, steps: int) -> Iterator[float]:
