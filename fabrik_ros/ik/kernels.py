@@ -324,9 +324,13 @@ def _solve_lines(names: list[list[str | None]], width: int) -> list[str]:
             gram = ' + '.join(f'{a} * {b}' for a, b in zip(names[i], names[k]) if a and b)
             lines.append(f'    a{i}_{k} = {gram or "0.0"}' + (' + damping' if i == k else ''))
     lines += _cholesky_source(len(names))
-    step = ', '.join(' + '.join(f'{names[i][c]} * y{i}' for i in size if names[i][c]) or '0.0'
-                     for c in range(width))
-    return lines + [f'    return [{step}]']
+    return lines + [f'    return [{", ".join(_step_entries(names, width))}]']
+
+
+def _step_entries(names: list[list[str | None]], width: int) -> list[str]:
+    """Return the sources of the step's entries, J^T y, after _solve_lines' solve."""
+    return [' + '.join(f'{row[c]} * y{i}' for i, row in enumerate(names) if row[c]) or '0.0'
+            for c in range(width)]
 
 
 def _hessian_source(tree: _Tree, index: int, effector: _Effector,

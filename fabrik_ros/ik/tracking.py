@@ -242,8 +242,9 @@ class _Tracking:
         damping rises tenfold until the error falls (a push that costs more than the step
         gains is dropped first), up to DAMPING_MAX. A position or full pose whose step no
         steering changes (every joint clear of its limit's margins, or a full pose without
-        redundancy) takes it from the tree's compiled step (_compiled_step), carry (see
-        _track) added; the carry it kept, or None.
+        redundancy) takes it from the tree's compiled move (_moved_step) or step
+        (_compiled_step), carry (see _track) added to a full pose's; the carry it kept, or
+        None.
         """
         effector = tree.effectors[0]
         x, y, z = state.points[effector.point]
@@ -251,21 +252,26 @@ class _Tracking:
         floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
         scale = excess * excess
         limits, q = self.limits, state.q
-        s, kernel = 0.0, None
+        s, compiled = 0.0, False
         if orientations is None:
-            kernel = tree.position_steps[0][0]
+            move = tree.position_moves[0]
+            if move is not None:
+                compiled = True
+                answer, damping = _moved_step(move, tree, state, goal, objective, residual,
+                                              damping, scale, floor)
         elif orientations.items[0][1] == 'full':
             s = orientations.scale
             (_, (vx, vy, vz), _), = orientations.errors(state)
             residual += [s * vx, s * vy, s * vz]
             kernel = tree.pose_kernels[0][1]
-        if kernel is not None and ((orientations is not None and len(q) <= 6) or all(
-                map(le, limits.inner_lower, q)) and all(map(le, q, limits.inner_upper))):
-            answer, damping = _compiled_step(kernel, tree, state, goal, orientations,
-                                             objective, residual, s, limits, damping,
-                                             scale, floor, carry)
-            if answer is not None or damping > DAMPING_MAX:
-                return answer
+            if kernel is not None and (len(q) <= 6 or all(map(le, limits.inner_lower, q))
+                                       and all(map(le, q, limits.inner_upper))):
+                compiled = True
+                answer, damping = _compiled_step(kernel, tree, state, goal, orientations,
+                                                 objective, residual, s, limits, damping,
+                                                 scale, floor, carry)
+        if compiled and (answer is not None or damping > DAMPING_MAX):
+            return answer
         if orientations is None:
             rows = tree.jacobian(state, False, [0])
         elif orientations.items[0][1] == 'full':
@@ -301,6 +307,38 @@ class _Tracking:
         return None
 
 
+def _moved_step(move: Callable, tree: _Tree, state: _State, goal: tuple[float, float, float],
+                objective: float, residual: list[float], damping: float, scale: float,
+                floor: float) -> tuple[tuple[_State, float, float, float, None] | None, float]:
+    """
+    Return _track_step's position step from the tree's compiled move, and its last damping.
+
+    move: the tree's position_move (see moves), the joints after the rows' damped step
+    where no steering changes it. None and a damping within DAMPING_MAX where the rows'
+    path must go on from there: a joint in a limit's margin (the step is steered), a joint
+    the step would carry past its limit (solved again without it), a system the rows'
+    solve leaves to numpy.
+    """
+    point = tree.effectors[0].point
+    x, y, z = state.points[point]
+    frames, q = state.frames, state.q
+    while damping <= DAMPING_MAX:
+        shifted = damping * scale
+        try:
+            moved = move(frames, q, x, y, z, residual,
+                         floor if floor > shifted else shifted)     # (max, without a call)
+        except _NOT_POSITIVE_DEFINITE:
+            return None, damping
+        if moved is None:
+            return None, damping
+        candidate = tree.sweep(moved, _ORIGIN)
+        distance = math.dist(goal, candidate.points[point])     # (_one_effector_fit's)
+        if distance * distance < objective:
+            return (candidate, damping, distance * distance, distance, None), damping
+        damping *= 10.0
+    return None, damping
+
+
 def _compiled_step(kernel: Callable, tree: _Tree, state: _State,
                    goal: tuple[float, float, float], orientations: _Orientations | None,
                    objective: float, residual: list[float], s: float, limits: JointLimits,
@@ -308,10 +346,10 @@ def _compiled_step(kernel: Callable, tree: _Tree, state: _State,
                    ) -> tuple[tuple[_State, float, float, float, list[float] | None] | None,
                               float]:
     """
-    Return _track_step's step from a compiled step kernel, and the damping it ended at.
+    Return _track_step's full pose step from a compiled step kernel, and its last damping.
 
-    kernel: the tree's pose_step or position_step (sweep): the floats of the rows' damped
-    solve, for a step without weights or push. None and a damping within DAMPING_MAX
+    kernel: the tree's pose_step (sweep): the floats of the rows' damped solve, for a step
+    without weights or push. None and a damping within DAMPING_MAX
     where the rows' path must go on from there: a joint the step would carry past its
     limit (solved again without it), a system the rows' solve leaves to numpy. carry:
     joint values added to the step; a step it carries past a limit or to no lower error is
