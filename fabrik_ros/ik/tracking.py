@@ -163,11 +163,13 @@ class _Tracking:
         drift ran into unreached targets and larger joint moves, at the smaller
         REDUNDANT_MOMENTUM it keeps off them, and most solves still close in one step.
         """
-        fast = tracked is not None and (carried or tracked.closing_steps >= 2 and orientations
-                                        is not None and orientations.items[0][1] == 'full')
+        if tracked is None or not (carried or tracked.closing_steps >= 2 and orientations
+                                   is not None and orientations.items[0][1] == 'full'):
+            self._move = None
+            return
         answer, first = self._last[1].q, self._first
         short = None if len(answer) > 6 or first is None else list(map(sub, answer, first))
-        self._move = (tree, seeded.q, answer, short) if fast else None
+        self._move = (tree, seeded.q, answer, short)
 
     def _track(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
                rotations: list | None, orientations: _Orientations | None, deadline: float,
@@ -189,17 +191,18 @@ class _Tracking:
         effector = tree.effectors[0]
         goal = targets[0]
         tolerance = self.tolerance
-        if not effector.path or \
-                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance \
-                or math.dist(goal, start.points[effector.point]) > self.closing_radius:
+        distance = math.dist(goal, start.points[effector.point])
+        if not effector.path or distance > self.closing_radius or \
+                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance:
             return None     # (the excess is at least the distance: a cold seed, told cheaply)
-        objective, error = _one_effector_fit(start, goal, effector.point, orientations)
-        excess = math.sqrt(objective)
-        excess = 1e-15 if 1e-15 > excess else excess   # max(excess, 1e-15), without a call
+        objective, error = (distance * distance, distance) if orientations is None else \
+            _one_effector_fit(start, goal, effector.point, orientations)  # (the position's)
+        root = math.sqrt(objective)
+        excess = 1e-15 if 1e-15 > root else root   # max(root, 1e-15), without a call
         if excess > self.closing_radius:
             return None
         initial = error
-        history = [math.sqrt(objective)]
+        history = [root]
         state = start
         damping = DAMPING_START
         self._first = None
