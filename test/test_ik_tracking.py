@@ -124,9 +124,9 @@ class TestAgreesWithTheFullSolve:
     @settings(max_examples=150, deadline=None)
     @given(st.data())
     def test_the_compiled_position_move_is_the_joints_plus_the_compiled_step(self, data):
-        # The lean path's move: the seed plus the step the full solve takes, to the bit;
-        # None where the full solve would steer the step (a joint in a limit's margin) or
-        # clamp it (a joint carried past its limit).
+        # The lean path's move: the forward kinematics of the seed plus the step the full
+        # solve takes, to the bit; None where the full solve would steer the step (a joint
+        # in a limit's margin) or clamp it (a joint carried past its limit).
         real, integer = hypothesis_draws(data.draw)
         chain = random_serial_chain(real, integer)
         solver = IkSolver(chain)
@@ -140,8 +140,13 @@ class TestAgreesWithTheFullSolve:
         moved, held = limits_module._clamped(q, step, limits.lower, limits.upper)
         clear = all(low <= value <= high for low, value, high in zip(
             limits.inner_lower, q, limits.inner_upper))
-        assert tree.position_moves[0](state.frames, q, x, y, z, residual, damping) == (
-            moved if clear and not held else None)
+        base = (real(-1.0, 1.0), real(-1.0, 1.0), real(-1.0, 1.0))
+        answer = tree.position_moves[0](state.frames, q, x, y, z, residual, damping, base)
+        if clear and not held:
+            swept = tree.sweep(moved, base)
+            assert answer == (swept.q, swept.frames, swept.points)
+        else:
+            assert answer is None
 
 
 class TestTakesTheLeanPath:

@@ -73,8 +73,13 @@ def _moved(writer: _SweepWriter, h: list[float | str], origin: list[float | str]
     return frame, origin
 
 
-def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) -> list[str]:
-    """Return the source of the kernels beside plain FK: rows, Hessians, turns (see below)."""
+def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool,
+                  forward: list[str]) -> list[str]:
+    """
+    Return the source of the kernels beside plain FK: rows, Hessians, turns (see below).
+
+    forward: plain FK's lines after its unpacking of q (into q0, q1, ...), to its return.
+    """
     lines: list[str] = []
     for index, effector in enumerate(tree.effectors):
         lines += _rows_source(tree, index, effector, frames)
@@ -85,7 +90,7 @@ def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) 
                 <= COMPILED_PRODUCTS:   # a single effector's lean steps, as linalg solves
             lines += _position_step_source(tree, index, effector, frames)
             lines += _steered_step_source(tree, index, effector, frames)
-            lines += _position_move_source(tree, index, effector, frames)
+            lines += _position_move_source(tree, index, effector, frames, forward)
         if oriented and index < tree.tools:
             lines += _turns_source(tree, index, effector, frames)
             lines += _pose_rows_source(tree, index, effector, frames)
@@ -107,8 +112,8 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
     (_turns_source) and its full pose's kernels: its six rows (_pose_rows_source) and its
     damped step (_pose_step_source, None where linalg solves that size with numpy), and
     in a tree of one effector without them its position rows' damped step, plain and
-    steered ((_position_step_source, _steered_step_source), else (None, None)), and that
-    step added to the joints within their limits (_position_move_source, else None).
+    steered ((_position_step_source, _steered_step_source), else (None, None)), and the
+    FK of that step added to the joints in their limits (_position_move_source, or None).
 
     Without fits: forward(q, base) -> (q, frames, points), plain FK; the frames are per
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
@@ -163,7 +168,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
                         f'[{", ".join(map(_source, points))}]')
     oriented = any(tree.markers)  # orientation solves take no Newton steps
     if not fitting:
-        writer.lines += _kernel_lines(tree, frames, oriented)
+        writer.lines += _kernel_lines(tree, frames, oriented, writer.lines[2:])
     namespace = {'chain': chain, 'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2,
                  'sqrt': math.sqrt, 'remainder': math.remainder, 'inf': math.inf,
                  'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,

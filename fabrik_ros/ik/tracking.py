@@ -316,11 +316,11 @@ def _moved_step(move: Callable, tree: _Tree, state: _State, goal: tuple[float, f
     """
     Return _track_step's position step from the tree's compiled move, and its last damping.
 
-    move: the tree's position_move (see moves), the joints after the rows' damped step
-    where no steering changes it. None and a damping within DAMPING_MAX where the rows'
-    path must go on from there: a joint in a limit's margin (the step is steered), a joint
-    the step would carry past its limit (solved again without it), a system the rows'
-    solve leaves to numpy.
+    move: the tree's position_move (see moves), the forward kinematics of the joints after
+    the rows' damped step where no steering changes it. None and a damping within
+    DAMPING_MAX where the rows' path must go on from there: a joint in a limit's margin
+    (the step is steered), a joint the step would carry past its limit (solved again
+    without it), a system the rows' solve leaves to numpy.
     """
     point = tree.effectors[0].point
     x, y, z = state.points[point]
@@ -328,13 +328,13 @@ def _moved_step(move: Callable, tree: _Tree, state: _State, goal: tuple[float, f
     while damping <= DAMPING_MAX:
         shifted = damping * scale
         try:
-            moved = move(frames, q, x, y, z, residual,
-                         floor if floor > shifted else shifted)     # (max, without a call)
+            moved = move(frames, q, x, y, z, residual, floor if floor > shifted else shifted,
+                         _ORIGIN)   # (max, without a call)
         except _NOT_POSITIVE_DEFINITE:
             return None, damping
         if moved is None:
             return None, damping
-        candidate = tree.sweep(moved, _ORIGIN)
+        candidate = _new_tuple(_State, (moved[0], _ORIGIN, moved[1], moved[2]))  # (sweep's)
         distance = math.dist(goal, candidate.points[point])     # (_one_effector_fit's)
         if distance * distance < objective:
             return (candidate, damping, distance * distance, distance, None), damping
