@@ -298,12 +298,17 @@ def _damped_step_lines(entries: list[list[str]], width: int) -> list[str]:
 
 
 def _entry_lines(entries: list[list[str]]) -> tuple[list[list[str | None]], list[str]]:
-    """Return J's entries' names (jI_C, None for '0.0') and the lines that set them."""
-    names = [[None if entry == '0.0' else f'j{i}_{c}' for c, entry in enumerate(row)]
-             for i, row in enumerate(entries)]
+    """
+    Return J's entries' names and the lines that set them.
+
+    An entry that is a local's name (a column's, in no other entry) is its own name, one
+    of a sum or a product is set to jI_C; None for '0.0'.
+    """
+    names = [[None if entry == '0.0' else entry if entry.isidentifier() else f'j{i}_{c}'
+              for c, entry in enumerate(row)] for i, row in enumerate(entries)]
     lines = []
     for row_names, row in zip(names, entries):
-        kept = [(name, entry) for name, entry in zip(row_names, row) if name]
+        kept = [(name, entry) for name, entry in zip(row_names, row) if name and name != entry]
         if kept:
             lines.append(f'    {", ".join(name for name, _ in kept)}, = '
                          f'{", ".join(entry for _, entry in kept)},')
