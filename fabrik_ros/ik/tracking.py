@@ -245,9 +245,12 @@ class _Tracking:
         damping rises tenfold until the error falls (a push that costs more than the step
         gains is dropped first), up to DAMPING_MAX. A position or full pose whose step no
         steering changes (every joint clear of its limit's margins, or a full pose without
-        redundancy) takes it from the tree's compiled move (_moved_step) or step
-        (_compiled_step), carry (see _track) added to a full pose's; the carry it kept, or
-        None.
+        redundancy) takes it from the tree's compiled move (position_move, its forward
+        kinematics too) or step (_compiled_step), carry (see _track) added to a full pose's;
+        the carry it kept, or None. Either leaves to the rows' path (from the damping it
+        reached) a joint in a limit's margin (the step is steered), a joint the step would
+        carry past its limit (solved again without it) and a system the rows' solve leaves
+        to numpy.
         """
         effector = tree.effectors[0]
         x, y, z = state.points[effector.point]
@@ -255,13 +258,25 @@ class _Tracking:
         floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
         scale = excess * excess
         limits, q = self.limits, state.q
-        s, compiled = 0.0, False
+        s = 0.0
         if orientations is None:
             move = tree.position_moves[0]
-            if move is not None:
-                compiled = True
-                answer, damping = _moved_step(move, tree, state, goal, objective, residual,
-                                              damping, scale, floor)
+            while move is not None and damping <= DAMPING_MAX:  # see position_move (moves)
+                shifted = damping * scale
+                try:
+                    moved = move(state.frames, q, x, y, z, residual,
+                                 floor if floor > shifted else shifted, _ORIGIN)    # (max)
+                except _NOT_POSITIVE_DEFINITE:
+                    break
+                if moved is None:
+                    break
+                candidate = _new_tuple(_State, (moved[0], _ORIGIN, moved[1], moved[2]))
+                distance = math.dist(goal, candidate.points[effector.point])    # (the fit's)
+                if distance * distance < objective:
+                    return candidate, damping, distance * distance, distance, None
+                damping *= 10.0
+            if damping > DAMPING_MAX:
+                return None
         elif orientations.items[0][1] == 'full':
             s = orientations.scale
             (_, (vx, vy, vz), _), = orientations.errors(state)
@@ -269,12 +284,11 @@ class _Tracking:
             kernel = tree.pose_kernels[0][1]
             if kernel is not None and (len(q) <= 6 or all(map(le, limits.inner_lower, q))
                                        and all(map(le, q, limits.inner_upper))):
-                compiled = True
                 answer, damping = _compiled_step(kernel, tree, state, goal, orientations,
                                                  objective, residual, s, limits, damping,
                                                  scale, floor, carry)
-        if compiled and (answer is not None or damping > DAMPING_MAX):
-            return answer
+                if answer is not None or damping > DAMPING_MAX:
+                    return answer
         if orientations is None:
             rows = tree.jacobian(state, False, [0])
         elif orientations.items[0][1] == 'full':
@@ -308,38 +322,6 @@ class _Tracking:
                 continue
             damping *= 10.0
         return None
-
-
-def _moved_step(move: Callable, tree: _Tree, state: _State, goal: tuple[float, float, float],
-                objective: float, residual: list[float], damping: float, scale: float,
-                floor: float) -> tuple[tuple[_State, float, float, float, None] | None, float]:
-    """
-    Return _track_step's position step from the tree's compiled move, and its last damping.
-
-    move: the tree's position_move (see moves), the forward kinematics of the joints after
-    the rows' damped step where no steering changes it. None and a damping within
-    DAMPING_MAX where the rows' path must go on from there: a joint in a limit's margin
-    (the step is steered), a joint the step would carry past its limit (solved again
-    without it), a system the rows' solve leaves to numpy.
-    """
-    point = tree.effectors[0].point
-    x, y, z = state.points[point]
-    frames, q = state.frames, state.q
-    while damping <= DAMPING_MAX:
-        shifted = damping * scale
-        try:
-            moved = move(frames, q, x, y, z, residual, floor if floor > shifted else shifted,
-                         _ORIGIN)   # (max, without a call)
-        except _NOT_POSITIVE_DEFINITE:
-            return None, damping
-        if moved is None:
-            return None, damping
-        candidate = _new_tuple(_State, (moved[0], _ORIGIN, moved[1], moved[2]))  # (sweep's)
-        distance = math.dist(goal, candidate.points[point])     # (_one_effector_fit's)
-        if distance * distance < objective:
-            return (candidate, damping, distance * distance, distance, None), damping
-        damping *= 10.0
-    return None, damping
 
 
 def _compiled_step(kernel: Callable, tree: _Tree, state: _State,
