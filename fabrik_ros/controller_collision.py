@@ -61,8 +61,11 @@ away or along keep their speed, but for one cap on every joint close to the marg
 next command's motion stays within what PROVEN_CHECKS checks can prove from the room left
 (else it would end in a collision stop). The limiter brakes to the caps at the
 acceleration limit. c is the last command's bound from the anchor while it has lost at
-most REFRESH of the room c - m since, else measured; the points are the anchor's. With
-nothing to check (no obstacles, self-collision off) nothing here runs: the stream is
+most REFRESH of the room c - m since, or at most REFRESH_LEAST (a measurement would win
+back no more than that), else measured; the points are the anchor's. Room below
+REFRESH_LEAST counts as none: the approaching joints stop at the margin there, rather
+than creep on at a speed that halves from command to command, each command measured.
+With nothing to check (no obstacles, self-collision off) nothing here runs: the stream is
 exactly as without it.
 """
 
@@ -89,6 +92,7 @@ MAX_CHECKS = 8          # clearance checks along one command's motion
 PROVEN_CHECKS = 6       # the slowdown keeps a command's motion provable in this many
 HORIZON = 0.02          # m beyond the closest pair: pairs measured exactly for later bounds
 REFRESH = 0.5           # share of the room a slowdown may take from a bound before a check
+REFRESH_LEAST = 1e-5    # m: a bound that lost no more than this is kept, whatever the room
 
 
 @dataclass
@@ -175,7 +179,8 @@ class StreamCollision:
         room = check.distance - self._margin
         if not room < self._slowdown:
             return None     # a lower bound will do
-        if not check.exact and not self._anchor.distance - check.distance <= REFRESH * room:
+        if not check.exact and not self._anchor.distance - check.distance <= max(
+                REFRESH * room, REFRESH_LEAST):
             check = self._exact(check)
             room = check.distance - self._margin
         if check.first < 0:
@@ -194,6 +199,8 @@ class StreamCollision:
         cap = [math.inf] * len(speeds) if provable is None else provable
         if not count:
             return np.ones(len(speeds)), np.array(cap)
+        if room < REFRESH_LEAST:
+            room = min(room, 0.0)   # at the margin: the approaching joints stop there
         fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
             else 0.0    # no slowdown distance: inside the margin, nothing approaches
         # Each approaching joint may use up its share of the room by the motion bound.
