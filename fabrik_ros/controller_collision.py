@@ -114,6 +114,7 @@ class _Check:
     axes: tuple | None = None           # measured: the joints' axes and origins, when needed
     planes: object = None               # measured: pairs' separating planes (Planes)
     slack: np.ndarray | None = None     # measured: [rows' rates | -rows], when needed
+    sharpened: bool | None = None       # measured: planes beyond the margin (motion_bound)
 
 
 class StreamCollision:
@@ -315,21 +316,13 @@ class StreamCollision:
     def _report(self, check: _Check) -> None:
         """Keep the clearance and pair of the command sent, for the diagnostics."""
         self.clearance, self.exact = check.distance, check.exact
-        self.pair = self._names(check)
+        self.pair = self._model.body_names(self._scene, check.first, check.second)
 
     def _exact(self, check: _Check) -> _Check:
         """Return check itself, or a measurement at its q where it only bounds the clearance."""
         if not check.exact:
             check = self._last = self._anchor = self._evaluate(check.q)
         return check
-
-    def _names(self, check: _Check) -> tuple[str, str]:
-        if check.first < 0:
-            return ('', '')
-        names, bodies = self._model.names, len(self._model.names)
-        other = names[check.second] if check.second < bodies \
-            else self._scene.name(check.second - bodies)
-        return names[check.first], other
 
     def _check(self, q: np.ndarray) -> _Check:
         """Return the check of q: the last command's when it is q, else a measurement."""
@@ -354,8 +347,8 @@ class StreamCollision:
             anchor = self._anchor
             end = self._evaluate(proposed)
             self._anchor = end
-            if end.distance < self._margin or \
-                    self._motion_bound(previous, proposed) < self._margin:
+            if end.distance < self._margin or self._kinematics.motion_bound(
+                    end, previous, proposed, self._margin) < self._margin:
                 self._anchor = anchor
                 return False
             self._last = end
@@ -366,7 +359,10 @@ class StreamCollision:
 
     def _motion_bound(self, start: np.ndarray, end: np.ndarray) -> float:
         """Return a lower bound of the clearance along start -> end from the anchor."""
-        return self._kinematics.motion_bound(self._anchor, start, end, self._margin)
+        anchor, margin = self._anchor, self._margin
+        kept = (anchor.distance + REFRESH * margin) / (1.0 + REFRESH)  # by the slowdown
+        return self._kinematics.motion_bound(anchor, start, end, margin,
+                                             min(kept, margin + self._slowdown))
 
     def _evaluate(self, q: np.ndarray) -> _Check:
         """

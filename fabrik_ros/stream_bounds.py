@@ -199,8 +199,8 @@ class StreamBounds:
         """Return how far (m) the clearance may fall over a motion of |dq| <= spread."""
         return float(np.maximum.reduce(self.rows @ spread))
 
-    def motion_bound(self, anchor: object, start: np.ndarray, end: np.ndarray, margin: float
-                     ) -> float:
+    def motion_bound(self, anchor: object, start: np.ndarray, end: np.ndarray, margin: float,
+                     kept: float = -INF) -> float:
         """
         Return a lower bound of the clearance along the straight motion start -> end.
 
@@ -208,29 +208,55 @@ class StreamBounds:
         the larger end's |q - anchor.q| (along the motion |q - anchor.q| is at most that,
         per coordinate); where that is below the margin, also its separating plane's:
         concave along the motion but for its second order, which holds for the same
-        larger ends, so its least is at an end.
+        larger ends, so its least is at an end. kept: the least bound the caller keeps
+        without a measurement, for a motion away from the anchor. Where the reaches
+        alone fall below it within the anchor's first such motion, the caller would
+        measure about every other command (an arm sliding along an obstacle: the reaches
+        fall far faster than such a motion brings it closer), so from then on the planes
+        sharpen the anchor's bounds up to it (a few products a command, against a
+        measurement); elsewhere up to the margin.
         """
+        if kept > margin and anchor.sharpened is not False:
+            if anchor.sharpened is None:
+                bound = self._bound(anchor, start, end, margin)
+                anchor.sharpened = bound < kept
+                if not anchor.sharpened:
+                    return bound
+            return self._bound(anchor, start, end, kept)
+        return self._bound(anchor, start, end, margin)
+
+    def _bound(self, anchor: object, start: np.ndarray, end: np.ndarray, level: float
+               ) -> float:
+        """Return motion_bound's bound, by planes where the reaches are below `level`."""
         # Six numbers a joint: plain floats cost less than numpy's per-call overhead.
         spread = [max(abs(s - a), abs(e - a))
                   for s, e, a in zip(start.tolist(), end.tolist(), anchor.q.tolist())]
         if anchor.slack is None:    # each row's fall less its bound in one product
             anchor.slack = np.hstack((self.rows, -anchor.rows[:, None]))
         least = -float(np.maximum.reduce(anchor.slack @ (spread + [1.0])))   # rows' least
-        if least >= margin:
+        if least >= level:
             return least
         spread = np.array(spread)
         deltas = np.array((start, end)) - anchor.q
         lows = anchor.pairs - (self.rows @ spread).take(self.row_of_pair)
-        weak = (lows < margin).nonzero()[0]
         if anchor.planes is None:
             anchor.planes = Planes(self.body_rates)
         planes = anchor.planes
-        missing = [pair for pair in weak.tolist() if pair not in planes.index]
-        for pair in sorted(missing, key=lows.item)[:max(PLANE_PAIRS - len(planes.pairs), 0)]:
-            planes.add(pair, self.plane(anchor, pair))
+        turn = float(self.turn_sums @ spread)
         if planes.pairs:
-            planes.raise_bounds(lows, deltas, spread, float(self.turn_sums @ spread))
-        return float(np.minimum.reduce(lows))
+            planes.raise_bounds(lows, deltas, spread, turn)
+        # A plane for the least pair while it is below the level: only the pairs that
+        # set the bound pay for one, nearest first.
+        pair = int(lows.argmin())
+        while lows[pair] < level and pair not in planes.index and \
+                len(planes.pairs) < PLANE_PAIRS:
+            plane = self.plane(anchor, pair)
+            planes.add(pair, plane)
+            if plane is None:
+                break
+            planes.raise_bounds(lows, deltas, spread, turn)
+            pair = int(lows.argmin())
+        return float(lows[pair])
 
     def plane(self, check: object, pair: int) -> tuple | None:
         """
