@@ -216,24 +216,15 @@ class StreamBounds:
         sharpen the anchor's bounds up to it (a few products a command, against a
         measurement); elsewhere up to the margin.
         """
-        if kept > margin and anchor.sharpened is not False:
-            if anchor.sharpened is None:
-                bound = self._bound(anchor, start, end, margin)
-                anchor.sharpened = bound < kept
-                if not anchor.sharpened:
-                    return bound
-            return self._bound(anchor, start, end, kept)
-        return self._bound(anchor, start, end, margin)
-
-    def _bound(self, anchor: object, start: np.ndarray, end: np.ndarray, level: float
-               ) -> float:
-        """Return motion_bound's bound, by planes where the reaches are below `level`."""
         # Six numbers a joint: plain floats cost less than numpy's per-call overhead.
         spread = [max(abs(s - a), abs(e - a))
                   for s, e, a in zip(start.tolist(), end.tolist(), anchor.q.tolist())]
         if anchor.slack is None:    # each row's fall less its bound in one product
             anchor.slack = np.hstack((self.rows, -anchor.rows[:, None]))
         least = -float(np.maximum.reduce(anchor.slack @ (spread + [1.0])))   # rows' least
+        if anchor.sharpened is None and kept > margin:
+            anchor.sharpened = least < kept
+        level = max(kept, margin) if anchor.sharpened else margin
         if least >= level:
             return least
         spread = np.array(spread)
