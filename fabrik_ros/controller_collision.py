@@ -62,7 +62,10 @@ next command's motion stays within what PROVEN_CHECKS checks can prove from the 
 (else it would end in a collision stop). The limiter brakes to the caps at the
 acceleration limit. c is the last command's bound from the anchor while it has lost at
 most REFRESH of the room c - m since, or at most REFRESH_LEAST (a measurement would win
-back no more than that), else measured; the points are the anchor's. Room below
+back no more than that), else measured; the points are the anchor's. Where the reaches
+alone take c below that within the anchor's first motion (sliding along an obstacle),
+the planes bound the pairs that set c too, up to that level (StreamBounds.motion_bound):
+else such a stream is measured about every other command. Room below
 REFRESH_LEAST counts as none: the approaching joints stop at the margin there, rather
 than creep on at a speed that halves from command to command, each command measured.
 With nothing to check (no obstacles, self-collision off) nothing here runs: the stream is
