@@ -88,14 +88,15 @@ class Planes:
         The planes' bounds hold over joint motions deltas (k, dof) with |dq| <= a spread;
         curvature: per joint |dq_i| (3 W_i + |dq_i|) at that spread (the second order).
         """
-        if self._stack is None:
-            self._stack = (np.array([side for side, _ in self._sums]),
+        if self._stack is None:     # the second order's half in the rates
+            self._stack = (np.array([side for side, _ in self._sums])[:, None],
                            np.array([speeds for _, speeds in self._sums]),
-                           np.array(self._rates), np.array(self.pairs))
+                           0.5 * np.array(self._rates), np.array(self.pairs))
         sides, speeds, rates, index = self._stack
         ends = speeds @ deltas.T
-        ends += sides[:, None]
-        bounds = ends.reshape(len(index), -1).min(axis=1) - 0.5 * (rates @ curvature)
+        ends += sides
+        bounds = np.minimum.reduce(ends.reshape(len(index), -1), axis=1)
+        bounds -= rates @ curvature
         lows[index] = np.maximum(lows[index], bounds)
 
 
