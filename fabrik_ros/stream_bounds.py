@@ -156,6 +156,7 @@ class StreamBounds:
         self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
             else np.zeros((1, chain.dof))
         self.reaches = self.rows.max(axis=0).tolist()  # per coordinate, over every pair
+        self._slack = np.hstack((self.rows, np.zeros((len(self.rows), 1))))  # motion_bound's
         # Second order: each body's reach per joint (a last row of zeros: an obstacle), and
         # per joint its parent joint (-1: the base), coordinate and |multiplier|.
         self.joint_reach = np.vstack((reach, np.zeros(count)))
@@ -226,7 +227,8 @@ class StreamBounds:
         spread = [max(abs(s - a), abs(e - a))
                   for s, e, a in zip(start.tolist(), end.tolist(), anchor.q.tolist())]
         if anchor.slack is None:    # each row's fall less its bound in one product
-            anchor.slack = np.hstack((self.rows, -anchor.rows[:, None]))
+            anchor.slack = self._slack.copy()
+            np.negative(anchor.rows, out=anchor.slack[:, -1])
         least = -float(np.maximum.reduce(anchor.slack @ (spread + [1.0])))   # rows' least
         if anchor.sharpened is None and kept > margin:
             anchor.sharpened = least < kept
