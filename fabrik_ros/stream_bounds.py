@@ -326,15 +326,15 @@ class StreamBounds:
         speeds = [[0.0] * self.chain.dof for _ in points]
         for joint in self.body_joints[body]:
             ax, ay, az = axes[joint]
+            coordinate, multiplier = self.coordinate_of[joint]
             if self.prismatic_joints[joint]:
-                along = x * ax + y * ay + z * az
-                values = [along] * len(points)
+                along = multiplier * (x * ax + y * ay + z * az)
+                for row in speeds:
+                    row[coordinate] += along
             else:   # normal . (axis x (point - origin)) = (point - origin) . (normal x axis)
                 tx, ty, tz = y * az - z * ay, z * ax - x * az, x * ay - y * ax
                 ox, oy, oz = origins[joint]
                 offset = ox * tx + oy * ty + oz * tz
-                values = [px * tx + py * ty + pz * tz - offset for px, py, pz in points]
-            coordinate, multiplier = self.coordinate_of[joint]
-            for row, value in zip(speeds, values):
-                row[coordinate] += multiplier * value
+                for row, (px, py, pz) in zip(speeds, points):
+                    row[coordinate] += multiplier * (px * tx + py * ty + pz * tz - offset)
         return speeds
