@@ -156,6 +156,7 @@ class StreamBounds:
         self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
             else np.zeros((1, chain.dof))
         self.reaches = self.rows.max(axis=0).tolist()  # per coordinate, over every pair
+        self._slack = np.hstack((self.rows, np.zeros((len(self.rows), 1))))  # motion_bound's
         # Second order: each body's reach per joint (a last row of zeros: an obstacle), and
         # per joint its parent joint (-1: the base), coordinate and |multiplier|.
         self.joint_reach = np.vstack((reach, np.zeros(count)))
@@ -226,7 +227,8 @@ class StreamBounds:
         spread = [max(abs(s - a), abs(e - a))
                   for s, e, a in zip(start.tolist(), end.tolist(), anchor.q.tolist())]
         if anchor.slack is None:    # each row's fall less its bound in one product
-            anchor.slack = np.hstack((self.rows, -anchor.rows[:, None]))
+            anchor.slack = self._slack.copy()
+            np.negative(anchor.rows, out=anchor.slack[:, -1])
         least = -float(np.maximum.reduce(anchor.slack @ (spread + [1.0])))   # rows' least
         if anchor.sharpened is None and kept > margin:
             anchor.sharpened = least < kept
@@ -324,15 +326,15 @@ class StreamBounds:
         speeds = [[0.0] * self.chain.dof for _ in points]
         for joint in self.body_joints[body]:
             ax, ay, az = axes[joint]
+            coordinate, multiplier = self.coordinate_of[joint]
             if self.prismatic_joints[joint]:
-                along = x * ax + y * ay + z * az
-                values = [along] * len(points)
+                along = multiplier * (x * ax + y * ay + z * az)
+                for row in speeds:
+                    row[coordinate] += along
             else:   # normal . (axis x (point - origin)) = (point - origin) . (normal x axis)
                 tx, ty, tz = y * az - z * ay, z * ax - x * az, x * ay - y * ax
                 ox, oy, oz = origins[joint]
                 offset = ox * tx + oy * ty + oz * tz
-                values = [px * tx + py * ty + pz * tz - offset for px, py, pz in points]
-            coordinate, multiplier = self.coordinate_of[joint]
-            for row, value in zip(speeds, values):
-                row[coordinate] += multiplier * value
+                for row, (px, py, pz) in zip(speeds, points):
+                    row[coordinate] += multiplier * (px * tx + py * ty + pz * tz - offset)
         return speeds

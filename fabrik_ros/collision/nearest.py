@@ -172,6 +172,15 @@ class CheckRows:
                          for row in range(len(scene.box_index))]
         self.round_index = scene.round_index.tolist()
         self.box_index = scene.box_index.tolist()
+        # Per pair what exact reads: its kind, the body's start and direction columns
+        # (of the placed points), |direction|^2 and radius, and the other's: a body's
+        # columns, |direction|^2 and radius, or the obstacle's row.
+        bodies = self.bodies
+        self.exact_pairs = [(kind, body, bodies + body, self.squared[body], self.radii[body],
+                             (other, bodies + other, self.squared[other], self.radii[other])
+                             if kind == 0 else (self.round_rows if kind == 1
+                                                else self.box_rows)[other])
+                            for kind, body, other in self.pairs]
 
 
 def _balls(start: np.ndarray, end: np.ndarray, radius: float) -> list[tuple[np.ndarray, float]]:
@@ -345,20 +354,19 @@ def clear_of(model: CollisionModel, rows: CheckRows, world: np.ndarray,
 
 def exact(rows: CheckRows, points: list, pair: int) -> float:
     """Return a pair's distance (metres, radii subtracted) from the placed points."""
-    kind, body, other = rows.pairs[pair]
+    kind, body, along, squared, radius, other = rows.exact_pairs[pair]
     xs, ys, zs = points
-    bodies = rows.bodies
     sx, sy, sz = xs[body], ys[body], zs[body]
-    dx, dy, dz = xs[bodies + body], ys[bodies + body], zs[bodies + body]
-    radius = rows.radii[body]
+    dx, dy, dz = xs[along], ys[along], zs[along]
     if kind == 0:
-        return _segments(sx, sy, sz, dx, dy, dz, rows.squared[body], xs[other], ys[other],
-                         zs[other], xs[bodies + other], ys[bodies + other],
-                         zs[bodies + other], rows.squared[other]) - radius - rows.radii[other]
+        start, other_along, other_squared, other_radius = other
+        return _segments(sx, sy, sz, dx, dy, dz, squared, xs[start], ys[start], zs[start],
+                         xs[other_along], ys[other_along], zs[other_along],
+                         other_squared) - radius - other_radius
     if kind == 1:
-        (px, py, pz), (ux, uy, uz), squared, round_radius, cylinder = rows.round_rows[other]
-        distance = _segments(sx, sy, sz, dx, dy, dz, rows.squared[body], px, py, pz, ux, uy,
-                             uz, squared) - radius - round_radius
+        (px, py, pz), (ux, uy, uz), round_squared, round_radius, cylinder = other
+        distance = _segments(sx, sy, sz, dx, dy, dz, squared, px, py, pz, ux, uy, uz,
+                             round_squared) - radius - round_radius
         if cylinder is None:
             return distance
         (cx, cy, cz), (ax, ay, az), half_length = cylinder
@@ -367,7 +375,7 @@ def exact(rows: CheckRows, points: list, pair: int) -> float:
         low, high = min(z_start, z_end), max(z_start, z_end)
         slab = max(max(low, -high) - half_length, 0.0) - radius
         return slab if slab > distance else distance
-    (r0, r1, r2, r3, r4, r5, r6, r7, r8), (tx, ty, tz), half = rows.box_rows[other]
+    (r0, r1, r2, r3, r4, r5, r6, r7, r8), (tx, ty, tz), half = other
     sx, sy, sz = sx - tx, sy - ty, sz - tz        # local = R^T (x - t)
     start = (sx * r0 + sy * r3 + sz * r6, sx * r1 + sy * r4 + sz * r7,
              sx * r2 + sy * r5 + sz * r8)
