@@ -168,9 +168,9 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
     """
     best, distance = None, bound
     s1, s2, s3 = seed
-    pair, carried, turns = wrist.pair, None, _back_turns(axes, angles)
-    for t1, t2 in _carry_across(pair, wrist.third_split, _across(
-            pair.first, _turned_back(turns, third))):
+    pair, carried = wrist.pair, None
+    back, turns = _back_turned(axes, angles, third)
+    for t1, t2 in _carry_across(pair, wrist.third_split, _across(pair.first, back)):
         f1, f2 = _within(t1, s1, lower[0], upper[0]), _within(t2, s2, lower[1], upper[1])
         if f1 is None or f2 is None:
             continue
@@ -338,19 +338,34 @@ def turned_back_vector(axes: Sequence[tuple[float, float, float]], angles: Seque
     axes: unit axes at q = 0, base frame (a product of exponentials: the turns of joints in
     a row compose in this order whatever the joints' offsets).
     """
-    return _turned_back(_back_turns(axes, angles), v)
+    return _back_turned(axes, angles, v)[0]
 
 
-def _back_turns(axes: Sequence[tuple[float, float, float]], angles: Sequence[float]
-                ) -> list[tuple[float, float, float, float, float]]:
-    """Return per joint its axis and the cosine and sine of -angle (_turned_back's turns)."""
-    return [(ax, ay, az, math.cos(-angle), math.sin(-angle))
-            for (ax, ay, az), angle in zip(axes, angles)]
+def _back_turned(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
+                 v: Sequence[float]
+                 ) -> tuple[tuple[float, float, float], list[tuple[float, float, float, float,
+                                                                   float]]]:
+    """
+    Return turned_back_vector's v, and the turns that made it, for more vectors (_turned_back).
+
+    Per joint a turn is its axis and the cosine and sine of -angle. The first vector is
+    turned while they are made: one loop (a cold pose's wrist turns back one to two vectors).
+    """
+    x, y, z = v
+    turns = []
+    for (ax, ay, az), angle in zip(axes, angles):
+        c, s = math.cos(-angle), math.sin(-angle)
+        turns.append((ax, ay, az, c, s))
+        along = (ax * x + ay * y + az * z) * (1.0 - c)     # (Rodrigues, as _turned)
+        x, y, z = (x * c + (ay * z - az * y) * s + ax * along,
+                   y * c + (az * x - ax * z) * s + ay * along,
+                   z * c + (ax * y - ay * x) * s + az * along)
+    return (x, y, z), turns
 
 
 def _turned_back(turns: Sequence[tuple[float, float, float, float, float]],
                  v: Sequence[float]) -> tuple[float, float, float]:
-    """Return v turned by each of _back_turns' turns in order (Rodrigues, as _turned)."""
+    """Return v turned by each of _back_turned's turns in order (Rodrigues, as _turned)."""
     x, y, z = v
     for ax, ay, az, c, s in turns:
         along = (ax * x + ay * y + az * z) * (1.0 - c)
