@@ -151,16 +151,6 @@ def _turned(axis: Sequence[float], angle: float, v: Sequence[float]
             z * c + (ax * y - ay * x) * s + az * along)
 
 
-def _turn_angle_from(axis: Sequence[float], start: Sequence[float], end: Sequence[float]
-                     ) -> float:
-    """Return _turn_angle(axis, s, end) of a start given by its part across the axis."""
-    (ax, ay, az), (ux, uy, uz), (x, y, z) = axis, start, end
-    along = ax * x + ay * y + az * z
-    vx, vy, vz = x - along * ax, y - along * ay, z - along * az
-    return math.atan2(ax * (uy * vz - uz * vy) + ay * (uz * vx - ux * vz)
-                      + az * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz)
-
-
 class Spin(NamedTuple):
     """A vector to turn about a unit axis by angles yet unknown, with what _turned needs first."""
 

@@ -33,7 +33,7 @@ from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
 from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _nearer,
-                          _sinusoid_roots, _spun, _turn_angle_from, _turned, _within, axis_pair,
+                          _sinusoid_roots, _spun, _turned, _within, axis_pair,
                           AxisPair, Spin, spin)
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
@@ -122,9 +122,28 @@ def _wrist_pairs(wrist: SphericalWrist, turn: Sequence[float]
 
 
 def _wrist_third(wrist: SphericalWrist, carried: Spin, t1: float, t2: float) -> float:
-    """Return the third angle of the wrist's solution whose first two are t1, t2 (see above)."""
-    return _turn_angle_from(wrist.third, wrist.across_third,
-                            _turned(wrist.pair.second, -t2, _spun(carried, -t1)))
+    """
+    Return the third angle of the wrist's solution whose first two are t1, t2 (see above).
+
+    The angle turning across_third toward _turned(a2, -t2, _spun(carried, -t1)) about a3
+    (subproblem 1, as _turn_angle of a start across the axis), written out: a cold pose's
+    closed form finds the third angle of most of its branches.
+    """
+    (ax, ay, az), (x, y, z), along, (cx, cy, cz) = carried
+    c, s = math.cos(-t1), math.sin(-t1)
+    along *= 1.0 - c
+    x, y, z = x * c + cx * s + ax * along, y * c + cy * s + ay * along, z * c + cz * s + az * along
+    ax, ay, az = wrist.pair.second
+    c, s = math.cos(-t2), math.sin(-t2)
+    along = (ax * x + ay * y + az * z) * (1.0 - c)
+    x, y, z = (x * c + (ay * z - az * y) * s + ax * along,
+               y * c + (az * x - ax * z) * s + ay * along,
+               z * c + (ax * y - ay * x) * s + az * along)
+    (ax, ay, az), (ux, uy, uz) = wrist.third, wrist.across_third
+    along = ax * x + ay * y + az * z
+    x, y, z = x - along * ax, y - along * ay, z - along * az
+    return math.atan2(ax * (uy * z - uz * y) + ay * (uz * x - ux * z) + az * (ux * y - uy * x),
+                      ux * x + uy * y + uz * z)
 
 
 def wrist_angles(wrist: SphericalWrist, turn: Sequence[float], seed: Sequence[float],
