@@ -98,7 +98,8 @@ class _Split:
         goal, rotation = targets[0], rotations[0]
         distance = math.dist(goal, start.points[tree.effectors[0].point])
         turned = orientations.squares(start)[0]
-        initial = max(distance, math.sqrt(turned))
+        rotated = math.sqrt(turned)
+        initial = rotated if rotated > distance else distance   # max(), without a call
         if initial <= solver.closing_radius:
             return None, None
         q, counts, fabrik_error = self.pose_angles(tree, start, goal, rotation, deadline)
