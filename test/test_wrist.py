@@ -23,6 +23,7 @@ import math
 
 from fabrik_ros.chain import (Chain, Effector, Joint, rotation_about_axis, rotation_from_rpy)
 from fabrik_ros.ik import IkResult, IkSolver
+from fabrik_ros.ik.branches import offset_wrist_solutions
 from fabrik_ros.ik.offset_wrist import offset_wrist, offset_wrist_angles
 from fabrik_ros.ik.wrist import (nearest_wrist_angles, shoulder_angles, spherical_shoulder,
                                  spherical_wrist, split_at_wrist, wrist_angles, wrist_pointing)
@@ -360,6 +361,65 @@ class TestOffsetWrist:
         for _ in range(60):
             result = reached(arm, solver, pose_in_limits(arm, rng.uniform(size=arm.dof)))
             assert result.orientation_error < EXACT and result.error < 1e-9
+
+
+class TestOffsetReach:
+    """
+    A UR-family arm's cold position target: the exact solution of a pose, nearest the seed.
+
+    The pose: the target position, and the seed's tool orientation turned about the first
+    axis by the target's azimuth from the seed's tool (computed here with numpy).
+    """
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.data())
+    def test_a_closed_form_answer_is_the_nearest_valid_solution_of_the_turned_pose(self, data):
+        real, _ = hypothesis_draws(data.draw)
+        arm = ur_like_arm(real)
+        solver = IkSolver(arm)
+        seed = random_pose(arm, real)
+        target = arm.tip_position(random_pose(arm, real))
+        assume(np.linalg.norm(target - arm.tip_position(seed)) > solver.closing_radius)
+        result = solver.solve(target, seed)
+        assert_within_limits(arm, result.q)
+        if result.fabrik_iterations or result.closing_steps or result.restarts:
+            return      # no solution of the pose fits: the iterative solve answered
+        assert result.error <= solver.tolerance
+        rotation = turned_seed_orientation(arm, seed, target)
+        np.testing.assert_allclose(arm.tip_pose(result.q)[:3, :3], rotation, atol=EXACT)
+        others = [q for q in offset_wrist_solutions(
+            offset_wrist(arm, solver.tolerance), target.tolist(), rotation.ravel().tolist(),
+            seed.tolist(), arm.lower.tolist(), arm.upper.tolist())
+            if np.linalg.norm(arm.tip_position(np.array(q)) - target) <= solver.tolerance]
+        moved = float(np.sum((result.q - seed) ** 2))
+        assert all(moved <= float(np.sum((np.array(q) - seed) ** 2)) + 1e-9 for q in others)
+
+    def test_the_ur5_like_arm_reaches_most_cold_positions_in_closed_form(self):
+        arm = offset_arm()
+        solver = IkSolver(arm)
+        rng = np.random.default_rng(8)
+        closed = 0
+        for _ in range(60):
+            target = arm.tip_position(pose_in_limits(arm, rng.uniform(size=arm.dof)))
+            result = solver.solve(target)
+            assert result.reached
+            assert_within_limits(arm, result.q)
+            closed += not (result.fabrik_iterations or result.closing_steps)
+        assert closed >= 40
+
+
+def turned_seed_orientation(arm: Chain, seed: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Return the seed's tool rotation turned about the first axis toward the target."""
+    kinematics = arm.forward(np.zeros(arm.dof))
+    axis, point = kinematics.axes[0], kinematics.positions[0]
+    seed_pose = arm.tip_pose(seed)
+
+    def across(v: np.ndarray) -> np.ndarray:
+        return v - (v @ axis) * axis
+
+    start, end = across(seed_pose[:3, 3] - point), across(target - point)
+    azimuth = math.atan2(axis @ np.cross(start, end), start @ end)
+    return rotation_about_axis(axis, azimuth) @ seed_pose[:3, :3]
 
 
 class TestSplit:

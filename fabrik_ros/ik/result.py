@@ -68,7 +68,7 @@ class IkResult:
     closing_steps: int = 0          # accepted damped least-squares steps, all attempts
     restarts: int = 0               # attempts from other seeds after a stall
     initial_error: float = 0.0      # metres, at the seed (max over targets)
-    fabrik_error: float = 0.0       # metres, after the first attempt's FABRIK stage
+    fabrik_error: float = 0.0       # metres, after the first FABRIK stage (NaN: none ran)
     history: list[float] = field(default_factory=list)
     trace: list[np.ndarray] | None = None
     timed_out: bool = False

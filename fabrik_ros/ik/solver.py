@@ -33,7 +33,7 @@ from .model import _Tree
 from .orientations import _Orientations
 from .passes import _stretched_fits, stretched
 from .points import _Fit, _State
-from .reach import _ShoulderReach
+from .reach import _ClosedReach
 from .restarts import _Restarts, _unreachable_after
 from .result import _packaged, _Steps, IkResult
 from .rotations import _ORIGIN
@@ -212,7 +212,7 @@ class IkSolver(_Inputs, _Tracking, _Restarts, _Workspace, CollisionSettings):
         self._split = _Split.of(self, max_restarts) \
             if self._trackable and self.orientation_modes != ('position',) else None
         self._collisions = Collisions(chain, collision_margin, self_collision)
-        self._reach = _ShoulderReach.of(self)   # cold position solves in closed form
+        self._reach = _ClosedReach.of(self)    # cold position solves in closed form
 
     # ------------------------------------------------------------------ solve
 
