@@ -150,7 +150,10 @@ class _Wrist(_Split):
         self.tool_axis = solver.tool_axes[0] if solver.orientation_modes[0] == 'axis' \
             else None
         self.along = _apply(zero, self.tool_axis) if self.tool_axis else None
-        self.k = arm.chain.dof      # the wrist's first joint
+        self.k = k = arm.chain.dof  # the wrist's first joint
+        # The limits of the arm's joints and of the wrist's, apart (see _nearest_at).
+        self.arm_limits = self.lower[:k], self.upper[:k]
+        self.wrist_limits = self.lower[k:], self.upper[k:]
         self.branches = arm._restart_seeds[:WRIST_BRANCHES]  # seeds of other arm branches
         effector = arm._tree.effectors[0]
         # The arm's fixed point and its reach: a centre farther away is out of reach.
@@ -195,12 +198,12 @@ class _Wrist(_Split):
             turn = _turn(rotation, self.zero)
         else:
             toward = _apply(rotation, self.tool_axis)
-        lower, upper = self.lower[k:], self.upper[k:]
         if self.shoulder is not None:
             q = self._closed_form(tree, start, centre,
                                   turn if self.tool_axis is None else toward)
             if q is not None:
                 return q, counts, math.nan
+        lower, upper = self.wrist_limits
         # From the seed's branch, then from others where the wrist's limits rule it out.
         for attempt, seed in enumerate([start.q[:k]] + self.branches):
             # At most half the iterations, so that the whole arm's solve keeps the rest.
@@ -264,13 +267,12 @@ class _Wrist(_Split):
         axes: _wrist_axes(aim). With its squared distance from the seed (radians squared);
         None and inf where no solution fits the limits (see _closed_form).
         """
-        k, lower, upper = self.k, self.lower, self.upper
-        shoulder, above_zero = self.shoulder, self.above_zero
-        wrist_seed, wrist_lower, wrist_upper = seed[k:], lower[k:], upper[k:]
+        k, shoulder, above_zero = self.k, self.shoulder, self.above_zero
+        (wrist_lower, wrist_upper), wrist_seed = self.wrist_limits, seed[k:]
         best, distance = None, math.inf
         # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
-        for moved, q in sorted(shoulder_angles(shoulder, centre, free, seed[:k], lower[:k],
-                                               upper[:k])):
+        for moved, q in sorted(shoulder_angles(shoulder, centre, free, seed[:k],
+                                               *self.arm_limits)):
             if moved >= distance:
                 break
             # The wrist's turn, in the base frame at q = 0 (turned back by the arm).
