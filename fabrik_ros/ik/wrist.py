@@ -33,7 +33,7 @@ from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
 from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _nearer,
-                          _sinusoid_roots, _spun, _turned, _within, axis_pair,
+                          _sinusoid_roots, _spun, _turned, _TWO_PI, _within, axis_pair,
                           AxisPair, Spin, spin)
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
@@ -186,11 +186,17 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
     the direction across only where a branch's first two angles fit nearer than bound.
     """
     best, distance = None, bound
-    s1, s2, s3 = seed
+    (s1, s2, s3), (l1, l2, l3), (u1, u2, u3) = seed, lower, upper
     pair, carried = wrist.pair, None
     back, turns = _back_turned(axes, angles, third)
     for t1, t2 in _carry_across(pair, wrist.third_split, _across(pair.first, back)):
-        f1, f2 = _within(t1, s1, lower[0], upper[0]), _within(t2, s2, lower[1], upper[1])
+        # _within's common case first, without its call: the nearest turn inside the limits.
+        f1 = s1 + math.remainder(t1 - s1, _TWO_PI)
+        if not l1 <= f1 <= u1:
+            f1 = _within(t1, s1, l1, u1)
+        f2 = s2 + math.remainder(t2 - s2, _TWO_PI)
+        if not l2 <= f2 <= u2:
+            f2 = _within(t2, s2, l2, u2)
         if f1 is None or f2 is None:
             continue
         moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
@@ -198,7 +204,10 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
             continue
         if carried is None:
             carried = spin(pair.first, _turned_back(turns, across))
-        f3 = _within(_wrist_third(wrist, carried, t1, t2), s3, lower[2], upper[2])
+        t3 = _wrist_third(wrist, carried, t1, t2)
+        f3 = s3 + math.remainder(t3 - s3, _TWO_PI)
+        if not l3 <= f3 <= u3:
+            f3 = _within(t3, s3, l3, u3)
         if f3 is not None:
             moved += (f3 - s3) ** 2
             if moved < distance:
@@ -314,14 +323,14 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     a, b, c = shoulder.sinusoid
     (ex, ey, ez), pair = shoulder.elbow[1], shoulder.pair
     # The angles every solution shares fitted once: the free one, each elbow root's.
-    fixed, held = [], None
+    fitted = held = None
     if free is not None:
-        fixed.append(_within(free, seed[2], lower[2], upper[2]))
-        if fixed[0] is None:
+        fitted = _within(free, seed[2], lower[2], upper[2])
+        if fitted is None:
             return []
-        held = (fixed[0] - seed[2]) ** 2
+        held = (fitted - seed[2]) ** 2
     k = len(seed) - 1
-    (s1, s2), (l1, l2), (u1, u2) = seed[:2], lower[:2], upper[:2]
+    s1, s2, sk, l1, l2, u1, u2 = seed[0], seed[1], seed[k], lower[0], lower[1], upper[0], upper[1]
     toward = _across(pair.first, toward)     # (split once for both roots' subproblem 2)
     # A tip on the first axis leaves the first angle free (every one puts the tip there):
     # it keeps the seed's, where the direction across the axis would be rounding noise.
@@ -329,10 +338,10 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     on_axis = tx * tx + ty * ty + tz * tz < ON_AXIS_SQUARED
     found = []
     for te in _sinusoid_roots(-a, -b, c - squared):
-        elbow = _within(te, seed[k], lower[k], upper[k])
+        elbow = _within(te, sk, lower[k], upper[k])
         if elbow is None:
             continue
-        bent = (elbow - seed[k]) ** 2
+        bent = (elbow - sk) ** 2
         lx, ly, lz = _spun(shoulder.lever_spin, te)
         p = (ex + lx - sx, ey + ly - sy, ez + lz - sz)
         if free is not None:
@@ -340,12 +349,22 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
         norm = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
         p = (p[0] / norm, p[1] / norm, p[2] / norm)
         for t1, t2 in _carry_across(pair, _across(pair.second, p), toward):
-            f1, f2 = _within(s1 if on_axis else t1, s1, l1, u1), _within(t2, s2, l2, u2)
-            if f1 is not None and f2 is not None:
-                moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
-                if held is not None:
-                    moved += held
-                found.append((moved + bent, [f1, f2, *fixed, elbow]))
+            t1 = s1 if on_axis else t1
+            # _within's common case first, without its call: the nearest turn inside the limits.
+            f1 = s1 + math.remainder(t1 - s1, _TWO_PI)
+            if not l1 <= f1 <= u1:
+                f1 = _within(t1, s1, l1, u1)
+            f2 = s2 + math.remainder(t2 - s2, _TWO_PI)
+            if not l2 <= f2 <= u2:
+                f2 = _within(t2, s2, l2, u2)
+            if f1 is None or f2 is None:
+                continue
+            moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
+            if fitted is None:
+                found.append((moved + bent, [f1, f2, elbow]))
+            else:
+                moved += held
+                found.append((moved + bent, [f1, f2, fitted, elbow]))
     return found
 
 
