@@ -165,9 +165,12 @@ class _Tracking:
         """
         fast = tracked is not None and (carried or tracked.closing_steps >= 2 and orientations
                                         is not None and orientations.items[0][1] == 'full')
+        if not fast:
+            self._move = None
+            return
         answer, first = self._last[1].q, self._first
         short = None if len(answer) > 6 or first is None else list(map(sub, answer, first))
-        self._move = (tree, seeded.q, answer, short) if fast else None
+        self._move = (tree, seeded.q, answer, short)
 
     def _track(self, tree: _Tree, start: _State, targets: list[tuple[float, float, float]],
                rotations: list | None, orientations: _Orientations | None, deadline: float,
