@@ -21,7 +21,7 @@ The arm's sub-solver (the joints above the wrist) is handed in by the solver.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 import math
 from typing import TYPE_CHECKING
 
@@ -238,18 +238,16 @@ class _Wrist(_Split):
         seed within the limits; a redundant shoulder joint keeps its seed angle, or where
         no solution fits there, the nearest of FREE_STEPS steps either way that fits.
         """
-        seed, lower, upper = start.q, self.lower, self.upper
-        frees: Iterable[float | None] = [None]
-        if len(self.shoulder.axes) == 3:    # (a generator: the seed's angle mostly fits)
-            held, low, high = seed[2], lower[2], upper[2]
-            frees = (value for step in range(FREE_STEPS + 1)
-                     for value in ((held + step * FREE_STEP, held - step * FREE_STEP)
-                                   if step else (held,)) if low <= value <= high)
-        axes = self._wrist_axes(aim)
-        for free in frees:
-            best = self._nearest_at(seed, centre, aim, axes, free)[0]
-            if best is not None:
-                return best
+        seed, axes = start.q, self._wrist_axes(aim)
+        if len(self.shoulder.axes) == 2:
+            return self._nearest_at(seed, centre, aim, axes, None)[0]
+        held, low, high = seed[2], self.lower[2], self.upper[2]
+        for step in range(FREE_STEPS + 1):  # (the seed's angle first: it mostly fits)
+            for free in (held + step * FREE_STEP, held - step * FREE_STEP) if step else (held,):
+                if low <= free <= high:
+                    best = self._nearest_at(seed, centre, aim, axes, free)[0]
+                    if best is not None:
+                        return best
         return None
 
     def _wrist_axes(self, aim: tuple[float, ...]) -> tuple | None:
