@@ -184,13 +184,13 @@ class _Inputs:
         # An array of floats is used as it is (asarray's dtype=float: a no-op, skipped).
         array = seed if type(seed) is np.ndarray and seed.dtype is FLOAT64 \
             else np.asarray(seed, dtype=float)
+        values = array.tolist()
+        last_tree, last = self._last
+        if last_tree is tree and values == last.q:  # tracking: the last answer (so shaped)
+            return last
         if array.shape != (len(self.limits.lower),):
             raise ValueError(f'seed has shape {array.shape}, expected ({len(self.limits.lower)},) '
                              f'for joints {self.chain.joint_names}')
-        values = array.tolist()
-        last_tree, last = self._last
-        if last_tree is tree and values == last.q:  # tracking: the last answer
-            return last
         if values == tree.neutral.q:
             return tree.neutral
         if not all(map(math.isfinite, values)):
