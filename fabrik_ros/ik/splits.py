@@ -266,11 +266,12 @@ class _Wrist(_Split):
         None and inf where no solution fits the limits (see _closed_form).
         """
         k, shoulder, above_zero = self.k, self.shoulder, self.above_zero
-        (wrist_lower, wrist_upper), wrist_seed = self.wrist_limits, seed[k:]
+        (arm_lower, arm_upper), (wrist_lower, wrist_upper) = self.arm_limits, self.wrist_limits
+        wrist_seed = seed[k:]
         best, distance = None, math.inf
         # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
-        for moved, q in sorted(shoulder_angles(shoulder, centre, free, seed[:k],
-                                               *self.arm_limits)):
+        for moved, q in sorted(shoulder_angles(shoulder, centre, free, seed[:k], arm_lower,
+                                               arm_upper)):
             if moved >= distance:
                 break
             # The wrist's turn, in the base frame at q = 0 (turned back by the arm).

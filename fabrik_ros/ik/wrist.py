@@ -188,8 +188,11 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
     best, distance = None, bound
     (s1, s2, s3), (l1, l2, l3), (u1, u2, u3) = seed, lower, upper
     pair, carried = wrist.pair, None
-    back, turns = _back_turned(axes, angles, third)
-    for t1, t2 in _carry_across(pair, wrist.third_split, _across(pair.first, back)):
+    (x, y, z), turns = _back_turned(axes, angles, third)
+    ax, ay, az = pair.first
+    along = ax * x + ay * y + az * z    # (_across(a1, the third axis turned back), inline)
+    for t1, t2 in _carry_across(pair, wrist.third_split,
+                                (along, (x - along * ax, y - along * ay, z - along * az))):
         # _within's common case first, without its call: the nearest turn inside the limits.
         f1 = s1 + math.remainder(t1 - s1, _TWO_PI)
         if not l1 <= f1 <= u1:
@@ -322,6 +325,7 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     toward = (dx * scale, dy * scale, dz * scale)
     a, b, c = shoulder.sinusoid
     (ex, ey, ez), pair = shoulder.elbow[1], shoulder.pair
+    cx, cy, cz = pair.second
     # The angles every solution shares fitted once: the free one, each elbow root's.
     fitted = held = None
     if free is not None:
@@ -346,9 +350,12 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
         p = (ex + lx - sx, ey + ly - sy, ez + lz - sz)
         if free is not None:
             p = _turned(shoulder.axes[2], free, p)
-        norm = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
-        p = (p[0] / norm, p[1] / norm, p[2] / norm)
-        for t1, t2 in _carry_across(pair, _across(pair.second, p), toward):
+        x, y, z = p
+        norm = math.sqrt(x * x + y * y + z * z)
+        x, y, z = x / norm, y / norm, z / norm
+        along = cx * x + cy * y + cz * z    # (_across(a2, p), inline)
+        for t1, t2 in _carry_across(pair, (along, (x - along * cx, y - along * cy,
+                                                   z - along * cz)), toward):
             t1 = s1 if on_axis else t1
             # _within's common case first, without its call: the nearest turn inside the limits.
             f1 = s1 + math.remainder(t1 - s1, _TWO_PI)
