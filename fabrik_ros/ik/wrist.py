@@ -33,7 +33,7 @@ from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
 from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _nearer,
-                          _sinusoid_roots, _spun, _turned, _TWO_PI, _within, axis_pair,
+                          _sinusoid_roots, _turned, _TWO_PI, _within, axis_pair,
                           AxisPair, Spin, spin)
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
@@ -326,13 +326,16 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     a, b, c = shoulder.sinusoid
     (ex, ey, ez), pair = shoulder.elbow[1], shoulder.pair
     cx, cy, cz = pair.second
-    # The angles every solution shares fitted once: the free one, each elbow root's.
+    (lax, lay, laz), (lx, ly, lz), lever_along, (lcx, lcy, lcz) = shoulder.lever_spin
+    # The angles every solution shares fitted once: the free one (and its turn, which each
+    # elbow root's lever takes), each elbow root's.
     fitted = held = None
     if free is not None:
         fitted = _within(free, seed[2], lower[2], upper[2])
         if fitted is None:
             return []
         held = (fitted - seed[2]) ** 2
+        (fx, fy, fz), free_cos, free_sin = shoulder.axes[2], math.cos(free), math.sin(free)
     k = len(seed) - 1
     s1, s2, sk, l1, l2, u1, u2 = seed[0], seed[1], seed[k], lower[0], lower[1], upper[0], upper[1]
     toward = _across(pair.first, toward)     # (split once for both roots' subproblem 2)
@@ -346,11 +349,17 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
         if elbow is None:
             continue
         bent = (elbow - sk) ** 2
-        lx, ly, lz = _spun(shoulder.lever_spin, te)
-        p = (ex + lx - sx, ey + ly - sy, ez + lz - sz)
+        # _spun(lever_spin, te), then _turned(a3, free, p), written out (free's turn made once).
+        cosine, sine = math.cos(te), math.sin(te)
+        along = lever_along * (1.0 - cosine)
+        x = ex + (lx * cosine + lcx * sine + lax * along) - sx
+        y = ey + (ly * cosine + lcy * sine + lay * along) - sy
+        z = ez + (lz * cosine + lcz * sine + laz * along) - sz
         if free is not None:
-            p = _turned(shoulder.axes[2], free, p)
-        x, y, z = p
+            along = (fx * x + fy * y + fz * z) * (1.0 - free_cos)
+            x, y, z = (x * free_cos + (fy * z - fz * y) * free_sin + fx * along,
+                       y * free_cos + (fz * x - fx * z) * free_sin + fy * along,
+                       z * free_cos + (fx * y - fy * x) * free_sin + fz * along)
         norm = math.sqrt(x * x + y * y + z * z)
         x, y, z = x / norm, y / norm, z / norm
         along = cx * x + cy * y + cz * z    # (_across(a2, p), inline)
