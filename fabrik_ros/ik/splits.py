@@ -270,8 +270,9 @@ class _Wrist(_Split):
         wrist_seed = seed[k:]
         best, distance = None, math.inf
         # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
-        for moved, q in sorted(shoulder_angles(shoulder, centre, free, seed[:k], arm_lower,
-                                               arm_upper)):
+        solutions = shoulder_angles(shoulder, centre, free, seed[:k], arm_lower, arm_upper)
+        solutions.sort()    # (a new list of its own: sorted in place)
+        for moved, q in solutions:
             if moved >= distance:
                 break
             # The wrist's turn, in the base frame at q = 0 (turned back by the arm).

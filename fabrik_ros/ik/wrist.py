@@ -337,7 +337,8 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
         held = (fitted - seed[2]) ** 2
         (fx, fy, fz), free_cos, free_sin = shoulder.axes[2], math.cos(free), math.sin(free)
     k = len(seed) - 1
-    s1, s2, sk, l1, l2, u1, u2 = seed[0], seed[1], seed[k], lower[0], lower[1], upper[0], upper[1]
+    s1, s2, sk, l1, l2, lk, u1, u2, uk = (seed[0], seed[1], seed[k], lower[0], lower[1],
+                                          lower[k], upper[0], upper[1], upper[k])
     toward = _across(pair.first, toward)     # (split once for both roots' subproblem 2)
     # A tip on the first axis leaves the first angle free (every one puts the tip there):
     # it keeps the seed's, where the direction across the axis would be rounding noise.
@@ -345,9 +346,11 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     on_axis = tx * tx + ty * ty + tz * tz < ON_AXIS_SQUARED
     found = []
     for te in _sinusoid_roots(-a, -b, c - squared):
-        elbow = _within(te, sk, lower[k], upper[k])
-        if elbow is None:
-            continue
+        elbow = sk + math.remainder(te - sk, _TWO_PI)   # (as f1 and f2 below)
+        if not lk <= elbow <= uk:
+            elbow = _within(te, sk, lk, uk)
+            if elbow is None:
+                continue
         bent = (elbow - sk) ** 2
         # _spun(lever_spin, te), then _turned(a3, free, p), written out (free's turn made once).
         cosine, sine = math.cos(te), math.sin(te)
