@@ -25,6 +25,7 @@ them, to rounding. Imports numpy, the check and the package's rotations.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from fabrik_ros.collision.nearest import CheckRows, nearest_pair
@@ -82,6 +83,7 @@ class AnswerFrames:
         """Return the points of rows.local in the base frame (4, k) from a state's frames."""
         if rows is not self._rows:
             self._lay_out(rows)
-        frames = state.frames
-        ordered = sum(frames[-1:] + frames[:rows.frames - 1], ()) + (0.0, 1.0)
-        return np.array(ordered).take(self._index).dot(self._local)
+        frames, count = state.frames, rows.frames
+        values = np.fromiter(chain(frames[-1], *frames[:count - 1], (0.0, 1.0)), float,
+                             12 * count + 2)    # (quicker than a tuple of them to an array)
+        return values.take(self._index).dot(self._local)

@@ -24,7 +24,8 @@ the pair's closest points), a step accepted only if the new pose is clearer (whi
 collision) or clear and closer (once clear). Where the answer reached its target, other
 branches come first: a closed form's exact solutions (fabrik_ros.ik.branches: all of an arm
 of the UR family's, none clear meaning the pose has none; a Panda-like arm's at its seventh
-angle swept), nearest the seed first, the first clear one the answer. A redundant arm's
+angle swept), nearest the seed first, the first clear one the answer (all listed: measured
+from the solver's own FK, fabrik_ros.ik.clear_solution). A redundant arm's
 answer then gets closing steps; arms whose solutions were not all listed solve from the
 restart seeds. Closing steps then start from the seed (and the answer).
 The clear pose with the smallest error wins and is reached only if within the tolerances;
@@ -45,9 +46,10 @@ import numpy as np
 
 from .answer_frames import AnswerFrames
 from .branches import exact_solutions
+from .clear_solution import first_clear_solution
 from .constrained import constrained_step
-from .result import _Steps, IkResult
-from .rotations import _ORIGIN, _rotation_error
+from .result import IkResult
+from .rotations import _rotation_error
 from .search_task import Geometry, goal_turns, goals_met, Task
 
 if TYPE_CHECKING:   # the solver imports this module
@@ -129,6 +131,10 @@ class Collisions:
         self._frames = AnswerFrames(chain)  # answers checked from the solver's FK
         self._seeds: np.ndarray | None = None
         self._clear_seeds: tuple[Scene | None, dict[int, bool]] = (None, {})
+        # rows() of the scene, and the names of its pairs as they are asked for
+        self._rows: tuple[Scene | None, CheckRows | None, dict[int, tuple[str, str]]] = (
+            None, None, {})
+        self.neutral = chain.neutral().tolist()     # the seed of a solve given none
         self.scene = Scene([])  # the obstacles (set_obstacles)
         if self_collision is None:
             self_collision, self.status = described_self_collision(chain)
@@ -136,6 +142,8 @@ class Collisions:
         if self.self_collision:
             self._model = chain.collision
         self.active = self._model is not None and len(self._model.pairs) > 0
+        if self.active:     # built here, not by the first solve
+            self.rows()
 
     @property
     def model(self) -> CollisionModel:
@@ -146,7 +154,11 @@ class Collisions:
         return self._model
 
     def set_obstacles(self, obstacles: Scene | Sequence[Obstacle]) -> None:
-        """Replace the obstacles (base frame); TypeError naming one that is no primitive."""
+        """
+        Replace the obstacles (base frame); TypeError naming one that is no primitive.
+
+        The check's rows against them are built here (nearest.CheckRows), once.
+        """
         if isinstance(obstacles, Scene):
             scene = obstacles
         else:
@@ -160,6 +172,8 @@ class Collisions:
         self.scene = scene
         self.active = model is not None and (len(model.pairs) > 0 or
                                              (len(scene) > 0 and len(model.bodies) > 0))
+        if self.active:     # the check's rows for these obstacles: not the next solve's work
+            self.rows()
 
     @property
     def obstacles(self) -> tuple:
@@ -196,7 +210,11 @@ class Collisions:
 
     def rows(self) -> CheckRows:
         """Return the check's rows of the model against the obstacles (nearest.CheckRows)."""
-        return self.model.check_rows(self.scene)
+        scene, rows, _ = self._rows
+        if scene is not self.scene:
+            rows = self.model.check_rows(self.scene)
+            self._rows = (self.scene, rows, {})
+        return rows
 
     def nearest(self, world: np.ndarray, floor: float = -math.inf,
                 suspects: Sequence[int] = ()) -> tuple[float, int]:
@@ -209,8 +227,12 @@ class Collisions:
 
     def pair_names(self, pair: int) -> tuple[str, str]:
         """Return the names of a pair of rows() (as Clearance.names; -1: '', '')."""
-        bodies = pair_bodies(self.rows(), pair) if pair >= 0 else (-1, -1)
-        return self.model.body_names(self.scene, *bodies)
+        rows = self.rows()
+        names = self._rows[2]
+        if pair not in names:
+            bodies = pair_bodies(rows, pair) if pair >= 0 else (-1, -1)
+            names[pair] = self.model.body_names(self.scene, *bodies)
+        return names[pair]
 
     def _world(self, q: np.ndarray, base: np.ndarray) -> np.ndarray:
         """Return the FK frames of q, moved by a free root's base."""
@@ -226,65 +248,22 @@ class Collisions:
         found = rows.any and self._frames.nearest(rows, solver, answer, floor)
         answer.clearance, pair = found or self.nearest(self._world(answer.q,
                                                                    answer.base_position), floor)
-        answer.closest_pair = self.pair_names(pair)
         if answer.clearance >= self.margin:
+            answer.closest_pair = self.pair_names(pair)
             return answer
         reached, answer.reached = answer.reached, False
-        if solver.root == 'free':   # the base moves too: the answer is reported as it is
-            return answer
-        listed = reached and self._listed(solver, answer, problem, rows, pair)
+        listed = reached and solver.root != 'free' and first_clear_solution(
+            self, solver, answer, problem, rows, pair)
         if listed:
             return listed
+        answer.closest_pair = self.pair_names(pair)
+        if solver.root == 'free':   # the base moves too: the answer is reported as it is
+            return answer
         if self._geometry is None:
             self._geometry = Geometry(self.chain, self.model)
         seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
         search = _Search(self, solver, problem._replace(seed=seed), answer)
         return search.run(reached, pair)
-
-    def _listed(self, solver: IkSolver, answer: IkResult, problem: Problem, rows: CheckRows,
-                pair: int) -> IkResult | None:
-        """
-        Return the first clear exact solution, nearest the seed first, as the solve's answer.
-
-        For an answer that reached its target (the caller's check), where the closed form
-        lists all of the pose's solutions (exact_solutions) and the answer's frames are the
-        solver's: each measured from the solver's own FK, first on the pairs closer than
-        the margin at those before; the clear one is packaged as the solver packages an
-        answer (its errors measured once), and reached if its goals are met. None: no such
-        list, no clear solution, its goals not met or the time up (the search then runs as
-        without it).
-        """
-        tree, state = solver._last
-        seed = self.chain.neutral() if problem.seed is None else self.chain.clip(problem.seed)
-        solutions = (problem.rotations is not None and state.q == answer.q.tolist()
-                     and exact_solutions(getattr(solver._split, 'arm', None),
-                                         problem.targets[0], problem.rotations[0],
-                                         seed.tolist(), solver.limits.lower,
-                                         solver.limits.upper))
-        if not solutions or not solutions[1]:
-            return None
-        colliding = [pair]
-        for q in solutions[0]:
-            if solver.clock() > problem.deadline:
-                return None
-            if q == state.q:
-                continue
-            found = tree.sweep(q, _ORIGIN)
-            distance, nearest, _ = nearest_pair(rows, None, self.margin,
-                                                self._frames.placed(rows, found), colliding)
-            if distance < self.margin:
-                colliding.append(nearest)
-                continue
-            result = solver._result(found, tree, problem.targets, problem.rotations, _Steps(
-                answer.fabrik_iterations, answer.closing_steps, answer.restarts,
-                answer.initial_error, answer.fabrik_error, answer.history, answer.trace,
-                answer.timed_out))
-            result.reached = result.reached and goals_met(
-                solver.tolerance, solver.orientation_tolerance, [],
-                [(solver.orientation_modes[0], result.orientation_error)])
-            result.clearance, result.closest_pair = distance, self.pair_names(nearest)
-            return result if result.reached else None
-        return None
 
 
 class CollisionSettings:
@@ -480,13 +459,13 @@ class _Search:
             if capped:
                 step *= MAX_STEP / largest
             trial = np.clip(q + step, self.lower, self.upper)
-            candidate = self._evaluate(trial)[0]
-            if _better(candidate, pose, self.margin):
+            taken = self._taken(trial, pose)
+            if taken is not None:
+                candidate, residual, jacobian = taken
                 self.steps += 1
                 slow += pose.clearance >= self.margin and not capped and \
                     candidate.objective > SLOW_RATIO * pose.objective
                 q, pose, world = trial, candidate, candidate.world
-                residual, jacobian, _ = self.task.residual(world, True)
                 constraints = self._constraints(world)
                 damping = max(damping / 3.0, 1e-9)
             else:
@@ -494,6 +473,28 @@ class _Search:
                 if damping > DAMPING_MAX:
                     break
         return pose
+
+    def _taken(self, trial: np.ndarray, pose: _Pose
+               ) -> tuple[_Pose, np.ndarray, np.ndarray] | None:
+        """
+        Return the pose at trial, its residual and Jacobian if the step there is taken.
+
+        Taken: clearer than pose while it collides, clear and closer once it is clear. The
+        trial's clearance is measured down to what rules it out (the pose's, the margin),
+        its residual only where that leaves the step to be taken.
+        """
+        world = self.solver.chain.world_frames(trial)
+        floor = min(pose.clearance, self.margin)
+        clearance, pair = self.collisions.nearest(world, floor)
+        if clearance < floor or clearance <= pose.clearance < self.margin:
+            return None
+        if pose.clearance >= self.margin:   # clear: only a closer pose is taken
+            residual = self.task.residual(world, False)[0]
+            if not float(residual @ residual) < pose.objective:
+                return None
+        residual, jacobian, met = self.task.residual(world, True)
+        return (_Pose(trial, clearance, float(residual @ residual), met, world, pair),
+                residual, jacobian)
 
     def _constraints(self, world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """
@@ -579,11 +580,3 @@ class _Search:
             orientation_error=(max(float(angles[row]) for row, *_ in self.turns)
                                if self.turns else math.nan),
             orientation_errors=angles, clearance=clearance, closest_pair=names)
-
-
-def _better(candidate: _Pose, pose: _Pose, margin: float) -> bool:
-    """Return whether a step to candidate is taken: clearer in collision, closer when clear."""
-    if pose.clearance < margin:
-        return candidate.clearance > pose.clearance or (
-            candidate.clearance >= margin)
-    return candidate.clearance >= margin and candidate.objective < pose.objective
