@@ -322,13 +322,11 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     if squared < 1e-24:
         return []
     scale = 1.0 / math.sqrt(squared)
-    toward = (dx * scale, dy * scale, dz * scale)
     a, b, c = shoulder.sinusoid
     (ex, ey, ez), pair = shoulder.elbow[1], shoulder.pair
     cx, cy, cz = pair.second
     (lax, lay, laz), (lx, ly, lz), lever_along, (lcx, lcy, lcz) = shoulder.lever_spin
-    # The angles every solution shares fitted once: the free one (and its turn, which each
-    # elbow root's lever takes), each elbow root's.
+    # What every solution shares, once: the free angle fitted (and its turn), each elbow's.
     fitted = held = None
     if free is not None:
         fitted = _within(free, seed[2], lower[2], upper[2])
@@ -339,14 +337,15 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     k = len(seed) - 1
     s1, s2, sk, l1, l2, lk, u1, u2, uk = (seed[0], seed[1], seed[k], lower[0], lower[1],
                                           lower[k], upper[0], upper[1], upper[k])
-    toward = _across(pair.first, toward)     # (split once for both roots' subproblem 2)
+    toward = _across(pair.first, (dx * scale, dy * scale, dz * scale))  # (for both roots)
     # A tip on the first axis leaves the first angle free (every one puts the tip there):
     # it keeps the seed's, where the direction across the axis would be rounding noise.
     tx, ty, tz = toward[1]
     on_axis = tx * tx + ty * ty + tz * tz < ON_AXIS_SQUARED
     found = []
     for te in _sinusoid_roots(-a, -b, c - squared):
-        elbow = sk + math.remainder(te - sk, _TWO_PI)   # (as f1 and f2 below)
+        # _within's common case first, without its call: the nearest turn inside the limits.
+        elbow = sk + math.remainder(te - sk, _TWO_PI)
         if not lk <= elbow <= uk:
             elbow = _within(te, sk, lk, uk)
             if elbow is None:
@@ -369,7 +368,6 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
         for t1, t2 in _carry_across(pair, (along, (x - along * cx, y - along * cy,
                                                    z - along * cz)), toward):
             t1 = s1 if on_axis else t1
-            # _within's common case first, without its call: the nearest turn inside the limits.
             f1 = s1 + math.remainder(t1 - s1, _TWO_PI)
             if not l1 <= f1 <= u1:
                 f1 = _within(t1, s1, l1, u1)
