@@ -25,11 +25,12 @@ by more than the slowdown distance (margin included; the stream's own path, shap
 joint, may pass closer) and keep 2 cm between the links, no jog. Each motion runs from
 the same state with the stream's check (self-collision on, the obstacles) and without it
 (self-collision off, no obstacles: the stream as it was), and with --baseline REV also
-with REV's check (its controller_collision.py, stream_bounds.py and collision/separation.py
-in this tree), taking turns target by target. Reported per stream, robot, motion (stream, jog) and
-check: wall and CPU time per command (median, p99), the check's own wall time per command
-(in the controller's collision methods: median, p99, mean), the share of commands slowed
-and halted, the collision stops (a command cut short), and the least clearance
+with REV's check (its controller_collision.py, stream_bounds.py and collision/separation.py,
+closest.py and nearest.py in this tree: everything it runs per command), taking turns
+target by target. Reported per stream, robot, motion (stream, jog) and check: wall and
+CPU time per command (median, p99), the check's own wall time per command (in the
+controller's collision methods: median, p99, mean), the share of commands slowed and
+halted, the collision stops (a command cut short), and the least clearance
 (chain.clearance's self pairs and obstacles, in a model of their own) sampled at 5 points
 along every motion between two commands. The load average is recorded before and after.
 Run:
@@ -69,7 +70,8 @@ STREAMS = {'adversarial': False, 'typical': True}    # the streams, whether typi
 SELF_CLEAR = 0.02   # m: the typical stream's links keep this from each other
 
 
-CHECK_MODULES = ('fabrik_ros.collision.separation', 'fabrik_ros.stream_bounds',
+CHECK_MODULES = ('fabrik_ros.collision.nearest', 'fabrik_ros.collision.closest',
+                 'fabrik_ros.collision.separation', 'fabrik_ros.stream_bounds',
                  'fabrik_ros.controller_collision')   # the check's code, imported in order
 
 
@@ -77,22 +79,60 @@ def baseline_check(ref: str) -> types.ModuleType:
     """
     Return the stream's check as of git revision `ref`, as a module (controller_collision).
 
-    Its own modules (CHECK_MODULES) come from `ref` too, each importing the ones before.
+    Its own modules (CHECK_MODULES: the distances, closest points, planes and bounds it
+    calls per command) come from `ref` too, each importing the ones before; one that `ref`
+    does not have stays this tree's. The pairs' stacked constants are `ref`'s too (its
+    nearest.CheckRows, built from this tree's collision model once per scene).
     """
     saved = {name: sys.modules.get(name) for name in CHECK_MODULES}
+    loaded = {}
     try:
         for name in CHECK_MODULES:
             path = name.replace('.', '/') + '.py'
-            source = subprocess.run(['git', '-C', str(REPO), 'show', f'{ref}:{path}'],
-                                    check=True, capture_output=True, text=True).stdout
+            shown = subprocess.run(['git', '-C', str(REPO), 'show', f'{ref}:{path}'],
+                                   capture_output=True, text=True)
+            if shown.returncode != 0 and name != CHECK_MODULES[-1]:
+                continue
+            shown.check_returncode()
+            source = shown.stdout
             module = types.ModuleType('baseline_' + name.rsplit('.', 1)[1])
             sys.modules[module.__name__] = module   # dataclasses look their module up
             exec(compile(source, f'{ref}:{path}', 'exec'), module.__dict__)  # noqa: S102
-            sys.modules[name] = module  # the later ones import this one
+            sys.modules[name] = loaded[name] = module  # the later ones import this one
     finally:
         for name, original in saved.items():
             sys.modules[name] = original
+    nearest = loaded.get(CHECK_MODULES[0])
+    if nearest is not None:
+        module.Collisions = _with_rows_of(module.Collisions, nearest.CheckRows)
     return module
+
+
+def _with_rows_of(collisions: type, check_rows: type) -> type:
+    """Return collisions whose model stacks the check's pairs by `check_rows` (a revision's)."""
+    class Model:
+        """The collision model, its check's pairs stacked by `check_rows`."""
+
+        def __init__(self, model) -> None:
+            """Wrap model."""
+            self._model = model
+
+        def __getattr__(self, name: str):
+            """Return the model's own attribute."""
+            return getattr(self._model, name)
+
+        def check_rows(self, obstacles):
+            """Return `check_rows` of the model against obstacles."""
+            return check_rows(self._model, self._model.scene(obstacles))
+
+    class RevisionCollisions(collisions):
+        """The collisions, their model's check stacked by `check_rows`."""
+
+        @property
+        def model(self):
+            """Return the model, its check's pairs stacked by `check_rows`."""
+            return Model(super().model)
+    return RevisionCollisions
 
 
 class Arm:

@@ -61,8 +61,14 @@ away or along keep their speed, but for one cap on every joint close to the marg
 next command's motion stays within what PROVEN_CHECKS checks can prove from the room left
 (else it would end in a collision stop). The limiter brakes to the caps at the
 acceleration limit. c is the last command's bound from the anchor while it has lost at
-most REFRESH of the room c - m since, else measured; the points are the anchor's. With
-nothing to check (no obstacles, self-collision off) nothing here runs: the stream is
+most REFRESH of the room c - m since, or at most REFRESH_LEAST (a measurement would win
+back no more than that), else measured; the points are the anchor's. Where the reaches
+alone take c below that within the anchor's first motion (sliding along an obstacle),
+the planes bound the pairs that set c too, up to that level (StreamBounds.motion_bound):
+else such a stream is measured about every other command. Room below
+REFRESH_LEAST counts as none: the approaching joints stop at the margin there, rather
+than creep on at a speed that halves from command to command, each command measured.
+With nothing to check (no obstacles, self-collision off) nothing here runs: the stream is
 exactly as without it.
 """
 
@@ -89,6 +95,7 @@ MAX_CHECKS = 8          # clearance checks along one command's motion
 PROVEN_CHECKS = 6       # the slowdown keeps a command's motion provable in this many
 HORIZON = 0.02          # m beyond the closest pair: pairs measured exactly for later bounds
 REFRESH = 0.5           # share of the room a slowdown may take from a bound before a check
+REFRESH_LEAST = 1e-5    # m: a bound that lost no more than this is kept, whatever the room
 
 
 @dataclass
@@ -110,6 +117,7 @@ class _Check:
     axes: tuple | None = None           # measured: the joints' axes and origins, when needed
     planes: object = None               # measured: pairs' separating planes (Planes)
     slack: np.ndarray | None = None     # measured: [rows' rates | -rows], when needed
+    sharpened: bool | None = None       # measured: planes beyond the margin (motion_bound)
 
 
 class StreamCollision:
@@ -175,7 +183,8 @@ class StreamCollision:
         room = check.distance - self._margin
         if not room < self._slowdown:
             return None     # a lower bound will do
-        if not check.exact and not self._anchor.distance - check.distance <= REFRESH * room:
+        if not check.exact and not self._anchor.distance - check.distance <= max(
+                REFRESH * room, REFRESH_LEAST):
             check = self._exact(check)
             room = check.distance - self._margin
         if check.first < 0:
@@ -194,6 +203,8 @@ class StreamCollision:
         cap = [math.inf] * len(speeds) if provable is None else provable
         if not count:
             return np.ones(len(speeds)), np.array(cap)
+        if room < REFRESH_LEAST:
+            room = min(room, 0.0)   # at the margin: the approaching joints stop there
         fraction = min(max(room / self._slowdown, 0.0), 1.0) if self._slowdown > 0.0 \
             else 0.0    # no slowdown distance: inside the margin, nothing approaches
         # Each approaching joint may use up its share of the room by the motion bound.
@@ -308,21 +319,13 @@ class StreamCollision:
     def _report(self, check: _Check) -> None:
         """Keep the clearance and pair of the command sent, for the diagnostics."""
         self.clearance, self.exact = check.distance, check.exact
-        self.pair = self._names(check)
+        self.pair = self._model.body_names(self._scene, check.first, check.second)
 
     def _exact(self, check: _Check) -> _Check:
         """Return check itself, or a measurement at its q where it only bounds the clearance."""
         if not check.exact:
             check = self._last = self._anchor = self._evaluate(check.q)
         return check
-
-    def _names(self, check: _Check) -> tuple[str, str]:
-        if check.first < 0:
-            return ('', '')
-        names, bodies = self._model.names, len(self._model.names)
-        other = names[check.second] if check.second < bodies \
-            else self._scene.name(check.second - bodies)
-        return names[check.first], other
 
     def _check(self, q: np.ndarray) -> _Check:
         """Return the check of q: the last command's when it is q, else a measurement."""
@@ -347,8 +350,8 @@ class StreamCollision:
             anchor = self._anchor
             end = self._evaluate(proposed)
             self._anchor = end
-            if end.distance < self._margin or \
-                    self._motion_bound(previous, proposed) < self._margin:
+            if end.distance < self._margin or self._kinematics.motion_bound(
+                    end, previous, proposed, self._margin) < self._margin:
                 self._anchor = anchor
                 return False
             self._last = end
@@ -359,7 +362,10 @@ class StreamCollision:
 
     def _motion_bound(self, start: np.ndarray, end: np.ndarray) -> float:
         """Return a lower bound of the clearance along start -> end from the anchor."""
-        return self._kinematics.motion_bound(self._anchor, start, end, self._margin)
+        anchor, margin = self._anchor, self._margin
+        kept = (anchor.distance + REFRESH * margin) / (1.0 + REFRESH)  # by the slowdown
+        return self._kinematics.motion_bound(anchor, start, end, margin,
+                                             min(kept, margin + self._slowdown))
 
     def _evaluate(self, q: np.ndarray) -> _Check:
         """

@@ -21,10 +21,13 @@ link can be from joint i moving it (1 for a prismatic joint), so each row (a mov
 against every obstacle, a self pair) falls at most its rate times |dq|.
 
 Direction-aware near a measured configuration (`Planes`): along a straight joint
-motion a point's acceleration is at most 3 W S, W = sum |dq_i| and S = sum |dq_i| R_i
-(each joint's velocity field changes with the joints before it: its axis turns at most
-W, its origin moves relative to the point at most W R_i + S), so the point's motion
-along a fixed normal is its Jacobian's first-order term within 1.5 W S. A pair's
+motion a point's acceleration is at most sum_i |dq_i| R_i (3 W_i + |dq_i|), W_i the sum
+of |dq_j| over the joints before joint i (on its path from the base). Joint i's term
+dq_i a_i x (p - o_i) changes as its axis turns (at most W_i: only the joints before it
+turn it) and as the point moves relative to its origin (at most W_i R_i by the joints
+before it, sum_j>=i |dq_j| R_j by it and those after); summed, each joint's R_j meets
+the |dq| of itself and of the joints before it. So the point's motion along a fixed
+normal is its Jacobian's first-order term within half that. A pair's
 separating plane (fabrik_ros.collision.separation) follows its segments' ends: the
 bound falls only as fast as those ends move toward each other along its normal, not by
 the reach bound, so a motion along or away from an obstacle keeps it.
@@ -54,13 +57,13 @@ class Planes:
     fewer repeats them), so that one product, one add and one least bound every plane.
     """
 
-    def __init__(self, body_rates: np.ndarray) -> None:
-        """Start without planes; body_rates: StreamBounds.body_rates (second order)."""
+    def __init__(self, joint_reach: np.ndarray) -> None:
+        """Start without planes; joint_reach: StreamBounds.joint_reach (second order)."""
         self.index: dict[int, bool] = {}    # pair -> whether it has a plane
         self.pairs: list[int] = []
-        self._body_rates = body_rates
+        self._joint_reach = joint_reach
         self._sums: list[tuple[float, list[float]]] = []     # SUMS per plane
-        self._rates: list[np.ndarray] = []   # per plane: its bodies' reach rates, summed
+        self._rates: list[np.ndarray] = []   # per plane: its bodies' joint reaches, summed
         self._stack: tuple | None = None
 
     def add(self, pair: int, plane: tuple | None) -> None:
@@ -74,25 +77,26 @@ class Planes:
                  if speeds is not None else [-u for u in near_speeds])
                 for near_side, near_speeds in near for side, speeds in far]
         self._sums += (sums * SUMS)[:SUMS]
-        self._rates.append(self._body_rates[body] + self._body_rates[other])
+        self._rates.append(self._joint_reach[body] + self._joint_reach[other])
         self._stack = None
 
-    def raise_bounds(self, lows: np.ndarray, deltas: np.ndarray, spread: np.ndarray,
-                     turn: float) -> None:
+    def raise_bounds(self, lows: np.ndarray, deltas: np.ndarray, curvature: list[float]
+                     ) -> None:
         """
         Raise each plane's pair in lows (every pair's bound) to its plane's where higher.
 
-        The planes' bounds hold over joint motions deltas (k, dof), |dq| <= spread; turn:
-        the sum of |dq_i| over the coordinates' joints at spread (the second order's W).
+        The planes' bounds hold over joint motions deltas (k, dof) with |dq| <= a spread;
+        curvature: per joint |dq_i| (3 W_i + |dq_i|) at that spread (the second order).
         """
-        if self._stack is None:
-            self._stack = (np.array([side for side, _ in self._sums]),
+        if self._stack is None:     # the second order's half in the rates
+            self._stack = (np.array([side for side, _ in self._sums])[:, None],
                            np.array([speeds for _, speeds in self._sums]),
-                           np.array(self._rates), np.array(self.pairs))
+                           0.5 * np.array(self._rates), np.array(self.pairs))
         sides, speeds, rates, index = self._stack
         ends = speeds @ deltas.T
-        ends += sides[:, None]
-        bounds = ends.reshape(len(index), -1).min(axis=1) - (1.5 * turn) * (rates @ spread)
+        ends += sides
+        bounds = np.minimum.reduce(ends.reshape(len(index), -1), axis=1)
+        bounds -= rates @ curvature
         lows[index] = np.maximum(lows[index], bounds)
 
 
@@ -152,9 +156,11 @@ class StreamBounds:
         self.rows = np.concatenate(rows) @ np.abs(coupling) if rows \
             else np.zeros((1, chain.dof))
         self.reaches = self.rows.max(axis=0).tolist()  # per coordinate, over every pair
-        # Second order: each body's full reach per coordinate, and |joint| per coordinate.
-        self.body_rates = np.vstack((reach @ np.abs(coupling), np.zeros(chain.dof)))
-        self.turn_sums = np.abs(coupling).sum(axis=0)
+        # Second order: each body's reach per joint (a last row of zeros: an obstacle), and
+        # per joint its parent joint (-1: the base), coordinate and |multiplier|.
+        self.joint_reach = np.vstack((reach, np.zeros(count)))
+        self._joint_steps = [(joint.parent, c, abs(m)) for joint, (c, m) in zip(
+            joints, self.coordinate_of)]
         # The check's pairs (CheckRows.pairs: self pairs, then links against obstacles)
         # grouped by row, for each row's least bound.
         moving = {body: row for row, body in enumerate(model.moving.tolist())}
@@ -199,8 +205,8 @@ class StreamBounds:
         """Return how far (m) the clearance may fall over a motion of |dq| <= spread."""
         return float(np.maximum.reduce(self.rows @ spread))
 
-    def motion_bound(self, anchor: object, start: np.ndarray, end: np.ndarray, margin: float
-                     ) -> float:
+    def motion_bound(self, anchor: object, start: np.ndarray, end: np.ndarray, margin: float,
+                     kept: float = -INF) -> float:
         """
         Return a lower bound of the clearance along the straight motion start -> end.
 
@@ -208,7 +214,13 @@ class StreamBounds:
         the larger end's |q - anchor.q| (along the motion |q - anchor.q| is at most that,
         per coordinate); where that is below the margin, also its separating plane's:
         concave along the motion but for its second order, which holds for the same
-        larger ends, so its least is at an end.
+        larger ends, so its least is at an end. kept: the least bound the caller keeps
+        without a measurement, for a motion away from the anchor. Where the reaches
+        alone fall below it within the anchor's first such motion, the caller would
+        measure about every other command (an arm sliding along an obstacle: the reaches
+        fall far faster than such a motion brings it closer), so from then on the planes
+        sharpen the anchor's bounds up to it (a few products a command, against a
+        measurement); elsewhere up to the margin.
         """
         # Six numbers a joint: plain floats cost less than numpy's per-call overhead.
         spread = [max(abs(s - a), abs(e - a))
@@ -216,21 +228,40 @@ class StreamBounds:
         if anchor.slack is None:    # each row's fall less its bound in one product
             anchor.slack = np.hstack((self.rows, -anchor.rows[:, None]))
         least = -float(np.maximum.reduce(anchor.slack @ (spread + [1.0])))   # rows' least
-        if least >= margin:
+        if anchor.sharpened is None and kept > margin:
+            anchor.sharpened = least < kept
+        level = max(kept, margin) if anchor.sharpened else margin
+        if least >= level:
             return least
         spread = np.array(spread)
         deltas = np.array((start, end)) - anchor.q
         lows = anchor.pairs - (self.rows @ spread).take(self.row_of_pair)
-        weak = (lows < margin).nonzero()[0]
         if anchor.planes is None:
-            anchor.planes = Planes(self.body_rates)
+            anchor.planes = Planes(self.joint_reach)
         planes = anchor.planes
-        missing = [pair for pair in weak.tolist() if pair not in planes.index]
-        for pair in sorted(missing, key=lows.item)[:max(PLANE_PAIRS - len(planes.pairs), 0)]:
-            planes.add(pair, self.plane(anchor, pair))
+        curvature = self.curvature(spread.tolist())
         if planes.pairs:
-            planes.raise_bounds(lows, deltas, spread, float(self.turn_sums @ spread))
-        return float(np.minimum.reduce(lows))
+            planes.raise_bounds(lows, deltas, curvature)
+        # A plane for the least pair while it is below the level: only the pairs that
+        # set the bound pay for one, nearest first.
+        pair = int(lows.argmin())
+        while lows[pair] < level and pair not in planes.index and \
+                len(planes.pairs) < PLANE_PAIRS:
+            plane = self.plane(anchor, pair)
+            planes.add(pair, plane)
+            if plane is None:
+                break
+            planes.raise_bounds(lows, deltas, curvature)
+            pair = int(lows.argmin())
+        return float(lows[pair])
+
+    def curvature(self, spread: list[float]) -> list[float]:
+        """Return per joint |dq_i| (3 W_i + |dq_i|) at |dq| <= spread (see the module)."""
+        moved, before = [], []     # per joint: its |dq|, and the sum of those before it
+        for parent, coordinate, multiplier in self._joint_steps:
+            before.append(before[parent] + moved[parent] if parent >= 0 else 0.0)
+            moved.append(multiplier * spread[coordinate])
+        return [u * (3.0 * w + u) for u, w in zip(moved, before)]
 
     def plane(self, check: object, pair: int) -> tuple | None:
         """

@@ -131,6 +131,12 @@ class ObstacleContract(ControllerContract):
         assert least >= min(MARGIN, start - DIP) - TOLERANCE, \
             f'the motion between two commands passed {least:.5f} m from an obstacle ' \
             f'(from {start:.5f} m to {end:.5f} m)'
+        collision = self.controller.collision
+        if collision.active:    # what it reports: measured, else a lower bound (its planes')
+            assert collision.clearance <= end + TOLERANCE, \
+                f'the check said {collision.clearance:.5f} m, the command is {end:.5f} m clear'
+            if not collision.exact:
+                event('a bound reported')
         if self.controller.collision.cut:
             event('a collision stop')
         if self.controller.collision.state:

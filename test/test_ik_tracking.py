@@ -28,8 +28,8 @@ from pathlib import Path
 
 from fabrik_ros.chain import Chain, quaternion_from_rotation
 from fabrik_ros.ik import IkResult, IkSolver
-from fabrik_ros.ik import model as model_module, solver as solver_module, \
-    tracking as tracking_module
+from fabrik_ros.ik import limits as limits_module, model as model_module, \
+    solver as solver_module, tracking as tracking_module
 from fabrik_ros.ik.tuning import MOMENTUM, REDUNDANT_MOMENTUM, TRACK_STEPS
 from hypothesis import given, settings, strategies as st
 import numpy as np
@@ -120,6 +120,33 @@ class TestAgreesWithTheFullSolve:
             lean, full = solver.solve(target, q), reference.solve(target, ref_q, trace=True)
             assert_same_answer(lean, full)
             q, ref_q = lean.q, full.q
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.data())
+    def test_the_compiled_position_move_is_the_joints_plus_the_compiled_step(self, data):
+        # The lean path's move: the forward kinematics of the seed plus the step the full
+        # solve takes, to the bit; None where the full solve would steer the step (a joint
+        # in a limit's margin) or clamp it (a joint carried past its limit).
+        real, integer = hypothesis_draws(data.draw)
+        chain = random_serial_chain(real, integer)
+        solver = IkSolver(chain)
+        tree, limits = solver._tree, solver.limits
+        q = random_pose(chain, real).tolist()
+        state = tree.sweep(q, (0.0, 0.0, 0.0))
+        x, y, z = state.points[tree.effectors[0].point]
+        residual = [real(-0.5, 0.5) for _ in range(3)]
+        damping = real(1e-6, 1.0)
+        step = tree.position_steps[0][0](state.frames, x, y, z, 0.0, residual, damping)
+        moved, held = limits_module._clamped(q, step, limits.lower, limits.upper)
+        clear = all(low <= value <= high for low, value, high in zip(
+            limits.inner_lower, q, limits.inner_upper))
+        base = (real(-1.0, 1.0), real(-1.0, 1.0), real(-1.0, 1.0))
+        answer = tree.position_moves[0](state.frames, q, x, y, z, residual, damping, base)
+        if clear and not held:
+            swept = tree.sweep(moved, base)
+            assert answer == (swept.q, swept.frames, swept.points)
+        else:
+            assert answer is None
 
 
 class TestTakesTheLeanPath:

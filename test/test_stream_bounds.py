@@ -20,7 +20,8 @@ straight joint motion from a measured check: by the joints' reaches, and for the
 below the level asked for also by their separating planes (first order, within a second
 order term). Checked against the clearance sampled densely along random motions near
 random measured configurations of the real arms among the obstacles, with every pair's
-plane asked for (an infinite level) and with none (the reaches alone). The pairs' bounds it
+plane asked for (an infinite level), with none (the reaches alone), and sharpened up to
+the anchor's own distance (what a slowdown keeps) from its first motion on. The pairs' bounds it
 starts from are lower bounds too: carried from check to check (their rows' fall since),
 and where the balls bound them again the larger of that and the balls'.
 """
@@ -55,15 +56,18 @@ def test_the_motion_bound_is_never_above_the_clearance_along_the_motion(name):
     sharpened = 0
     for _ in range(30):
         anchor = check._evaluate(generator.uniform(low, high))
-        for size in (0.005, 0.02, 0.05):
+        for size in (0.005, 0.02, 0.05, 0.15):
             start = anchor.q + generator.uniform(-size, size, len(low))
             end = start + generator.uniform(-size, size, len(low))
             least = min(model.min_distance(chain.world_frames(start + t * (end - start)), scene)
                         for t in np.linspace(0.0, 1.0, SAMPLES))
             by_planes = bounds.motion_bound(anchor, start, end, np.inf)
             by_reaches = bounds.motion_bound(anchor, start, end, -np.inf)
+            anchor.sharpened = None     # as measured: its first motion decides
+            kept = bounds.motion_bound(anchor, start, end, -np.inf, anchor.distance)
             assert by_planes <= least + TOLERANCE
             assert by_reaches <= least + TOLERANCE
+            assert kept <= least + TOLERANCE
             sharpened += by_planes > by_reaches
     assert sharpened > 0    # the planes were in force somewhere
 
@@ -85,3 +89,38 @@ def test_every_pairs_bound_carried_along_a_walk_stays_below_its_distance(name):
         check._anchor = measured
         q = np.clip(q + generator.uniform(-0.004, 0.004, len(q)), low, high)
     assert carried > 0 and again > 0   # bounds carried, and the balls' taken again
+
+
+@pytest.mark.parametrize('name', list(ROBOTS))
+def test_a_link_point_strays_from_its_first_order_motion_by_at_most_the_second_order(name):
+    chain = ROBOTS[name]()
+    check = _check(chain)
+    bounds, rows = check._kinematics, check._rows
+    generator = np.random.default_rng(7)
+    low, high = np.maximum(chain.lower, -np.pi), np.minimum(chain.upper, np.pi)
+    axes = np.eye(3).tolist()
+    closest = 0.0   # the largest share of its bound a point's deviation takes
+    for _ in range(40):
+        anchor = check._evaluate(generator.uniform(low, high))
+        dq = generator.uniform(-1.0, 1.0, len(low)) * generator.choice([0.01, 0.1, 0.4])
+        moved = check._evaluate(anchor.q + dq)
+        frames = bounds._frames(anchor)
+        second = bounds.curvature(np.abs(dq).tolist())
+        for body in range(rows.bodies):
+            allowed = 0.5 * float(bounds.joint_reach[body] @ second)
+            for end in (0, 1):
+                before, after = (_end(check.points, rows.bodies, body, end)
+                                 for check in (anchor, moved))
+                speeds = [bounds._normal_speeds(frames, axis, [before], body)[0]
+                          for axis in axes]
+                first_order = before + np.array(speeds) @ dq
+                strayed = float(np.linalg.norm(after - first_order))
+                assert strayed <= allowed + TOLERANCE
+                closest = max(closest, strayed / allowed if allowed > 0.0 else 0.0)
+    assert closest > 0.2    # and not loose: some point comes near it
+
+
+def _end(points: list, bodies: int, body: int, end: int) -> np.ndarray:
+    """Return a body's segment start (0) or end (1) from placed points (base frame)."""
+    start = np.array([axis[body] for axis in points])
+    return start + end * np.array([axis[bodies + body] for axis in points])

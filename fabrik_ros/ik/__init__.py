@@ -48,12 +48,13 @@ sweep is compiled per chain to straight-line code with its constants folded.
 The package imports numpy and the standard library only. Units: metres, radians.
 
 Modules, bottom-up (each imports only those before it when it runs): tuning (every
-heuristic's constant), rotations, validation, linalg, limits, points, writer, kernels,
-sweep, layout, model (the point model), passes (FABRIK's tip-to-root pass), orientations,
-objective, result, groups, closing (the closing and Newton steps), attempt (one pass of a
-solve), wrist (closed forms), splits (the wrist splits), tracking, restarts, workspace,
-inputs, branches (every exact solution of a closed form), collisions (the check of every
-answer, the search for a clear one) and solver (IkSolver, the orchestrator).
+heuristic's constant), rotations, validation, linalg, limits, points, writer, kernels, moves
+(the tracking path's position move), sweep, layout, model (the point model), passes
+(FABRIK's tip-to-root pass), orientations, objective, result, groups, closing (the closing
+and Newton steps), attempt (one pass of a solve), wrist (closed forms), splits (the wrist
+splits), tracking, restarts, workspace, inputs, branches (every exact solution of a closed
+form), collisions (the check of every answer, the search for a clear one) and solver
+(IkSolver, the orchestrator).
 """
 
 from .result import IkResult

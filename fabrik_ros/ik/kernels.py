@@ -298,12 +298,17 @@ def _damped_step_lines(entries: list[list[str]], width: int) -> list[str]:
 
 
 def _entry_lines(entries: list[list[str]]) -> tuple[list[list[str | None]], list[str]]:
-    """Return J's entries' names (jI_C, None for '0.0') and the lines that set them."""
-    names = [[None if entry == '0.0' else f'j{i}_{c}' for c, entry in enumerate(row)]
-             for i, row in enumerate(entries)]
+    """
+    Return J's entries' names and the lines that set them.
+
+    An entry that is a local's name (a column's, in no other entry) is its own name, one
+    of a sum or a product is set to jI_C; None for '0.0'.
+    """
+    names = [[None if entry == '0.0' else entry if entry.isidentifier() else f'j{i}_{c}'
+              for c, entry in enumerate(row)] for i, row in enumerate(entries)]
     lines = []
     for row_names, row in zip(names, entries):
-        kept = [(name, entry) for name, entry in zip(row_names, row) if name]
+        kept = [(name, entry) for name, entry in zip(row_names, row) if name and name != entry]
         if kept:
             lines.append(f'    {", ".join(name for name, _ in kept)}, = '
                          f'{", ".join(entry for _, entry in kept)},')
@@ -324,9 +329,13 @@ def _solve_lines(names: list[list[str | None]], width: int) -> list[str]:
             gram = ' + '.join(f'{a} * {b}' for a, b in zip(names[i], names[k]) if a and b)
             lines.append(f'    a{i}_{k} = {gram or "0.0"}' + (' + damping' if i == k else ''))
     lines += _cholesky_source(len(names))
-    step = ', '.join(' + '.join(f'{names[i][c]} * y{i}' for i in size if names[i][c]) or '0.0'
-                     for c in range(width))
-    return lines + [f'    return [{step}]']
+    return lines + [f'    return [{", ".join(_step_entries(names, width))}]']
+
+
+def _step_entries(names: list[list[str | None]], width: int) -> list[str]:
+    """Return the sources of the step's entries, J^T y, after _solve_lines' solve."""
+    return [' + '.join(f'{row[c]} * y{i}' for i, row in enumerate(names) if row[c]) or '0.0'
+            for c in range(width)]
 
 
 def _hessian_source(tree: _Tree, index: int, effector: _Effector,

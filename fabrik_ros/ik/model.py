@@ -85,9 +85,10 @@ class _Tree:
         # Plain FK, and per effector its Jacobian's rows and Hessian, and per tool of a tree
         # with marker points its orientation rows and its full pose's kernels (the six rows
         # and the damped step), of a single effector its position rows' damped step, plain
-        # and steered off the limits (see _compiled_sweep).
+        # and steered off the limits, and the forward kinematics of the plain one added to
+        # the joints within their limits (see _compiled_sweep).
         self._forward, self._rows, self._hessians, self.turns, self.pose_kernels, \
-            self.position_steps = _compiled_sweep(self)
+            self.position_steps, self.position_moves = _compiled_sweep(self)
         # Per effector, its Jacobian's columns: (joint, coordinate, multiplier, prismatic).
         self.columns = [tuple((j, self.joints[j].coordinate, self.joints[j].multiplier,
                                self.joints[j].prismatic) for j in effector.joints)

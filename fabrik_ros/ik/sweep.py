@@ -32,6 +32,7 @@ from .kernels import (_fit_source, _hessian_source, _moment_sums, _pose_rows_sou
                       _pose_step_source, _position_step_source, _rows_source,
                       _steered_step_source, _turns_source)
 from .limits import _fitted_slide, _limited_angle
+from .moves import _position_move_source
 from .points import _Fit, _Joint, _State
 from .rotations import _IDENTITY, _TWO_PI
 from .tuning import COMPILED_PAIRS, COMPILED_PRODUCTS, MOMENT_POINTS, ON_AXIS
@@ -72,8 +73,13 @@ def _moved(writer: _SweepWriter, h: list[float | str], origin: list[float | str]
     return frame, origin
 
 
-def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) -> list[str]:
-    """Return the source of the kernels beside plain FK: rows, Hessians, turns (see below)."""
+def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool,
+                  forward: list[str]) -> list[str]:
+    """
+    Return the source of the kernels beside plain FK: rows, Hessians, turns (see below).
+
+    forward: plain FK's lines after its unpacking of q (into q0, q1, ...), to its return.
+    """
     lines: list[str] = []
     for index, effector in enumerate(tree.effectors):
         lines += _rows_source(tree, index, effector, frames)
@@ -84,6 +90,7 @@ def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) 
                 <= COMPILED_PRODUCTS:   # a single effector's lean steps, as linalg solves
             lines += _position_step_source(tree, index, effector, frames)
             lines += _steered_step_source(tree, index, effector, frames)
+            lines += _position_move_source(tree, index, effector, frames, forward)
         if oriented and index < tree.tools:
             lines += _turns_source(tree, index, effector, frames)
             lines += _pose_rows_source(tree, index, effector, frames)
@@ -94,7 +101,8 @@ def _kernel_lines(tree: _Tree, frames: list[list[float | str]], oriented: bool) 
 
 def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | None = None
                     ) -> tuple[Callable[..., tuple[list, list, list]], list[Callable],
-                               list[Callable], list[Callable], list[_Pair], list[_Pair]]:
+                               list[Callable], list[Callable], list[_Pair], list[_Pair],
+                               list[Callable | None]]:
     """
     Return the tree's sweep compiled to a function (see _SweepWriter and _Tree.sweep).
 
@@ -104,14 +112,15 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
     (_turns_source) and its full pose's kernels: its six rows (_pose_rows_source) and its
     damped step (_pose_step_source, None where linalg solves that size with numpy), and
     in a tree of one effector without them its position rows' damped step, plain and
-    steered ((_position_step_source, _steered_step_source), else (None, None)).
+    steered ((_position_step_source, _steered_step_source), else (None, None)), and the
+    FK of that step added to the joints in their limits (_position_move_source, or None).
 
     Without fits: forward(q, base) -> (q, frames, points), plain FK; the frames are per
     joint (canonical rotation, row-major 9, origin 3), the base's last. With fits:
     fitting(q, base, old_frames, old_points, desired), where each deciding joint's angle
     (or slide) is first fitted to the desired points (FABRIK's root-to-tip pass): point by
     point for short runs of fit points, from moment sums for long ones (_fit_source), with
-    none of the kernels ([], [], [], [], []); old: the one state it is for, its own terms
+    none of the kernels ([], [], [], [], [], []); old: the one state it is for, its own terms
     constants (see _fit_source), or None for any.
     """
     n_q = len(tree.lower)
@@ -159,7 +168,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
                         f'[{", ".join(map(_source, points))}]')
     oriented = any(tree.markers)  # orientation solves take no Newton steps
     if not fitting:
-        writer.lines += _kernel_lines(tree, frames, oriented)
+        writer.lines += _kernel_lines(tree, frames, oriented, writer.lines[2:])
     namespace = {'chain': chain, 'cos': math.cos, 'sin': math.sin, 'atan2': math.atan2,
                  'sqrt': math.sqrt, 'remainder': math.remainder, 'inf': math.inf,
                  'limited_angle': _limited_angle, 'fitted_slide': _fitted_slide,
@@ -168,7 +177,7 @@ def _compiled_sweep(tree: _Tree, fits: list[_Fit] | None = None, old: _State | N
     name = f'<fabrik_ros {kind} sweep, {len(tree.joints)} joints>'
     exec(compile('\n'.join(writer.lines), name, 'exec'), namespace)
     if fitting:
-        return namespace['fitting'], [], [], [], [], []
+        return namespace['fitting'], [], [], [], [], [], []
     return (namespace['forward'],) + _kernels(namespace, tree, oriented)
 
 
@@ -330,7 +339,7 @@ def _kept_at(tree: _Tree, fits: list[_Fit], old: _State) -> dict[int, float]:
 
 def _kernels(namespace: dict, tree: _Tree, oriented: bool
              ) -> tuple[list[Callable], list[Callable], list[Callable], list[_Pair],
-                        list[_Pair]]:
+                        list[_Pair], list[Callable | None]]:
     """Return the compiled kernels beside plain FK, as _compiled_sweep returns them."""
     effectors, tools = range(len(tree.effectors)), range(tree.tools if oriented else 0)
     return [namespace[f'rows{index}'] for index in effectors], \
@@ -338,4 +347,5 @@ def _kernels(namespace: dict, tree: _Tree, oriented: bool
         [namespace[f'turns{index}'] for index in tools], \
         [(namespace[f'pose_rows{index}'], namespace.get(f'pose_step{index}'))
          for index in tools], [(namespace.get(f'position_step{index}'),
-                                namespace.get(f'steered_step{index}')) for index in effectors]
+                                namespace.get(f'steered_step{index}')) for index in effectors], \
+        [namespace.get(f'position_move{index}') for index in effectors]

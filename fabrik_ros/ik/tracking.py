@@ -163,9 +163,8 @@ class _Tracking:
         drift ran into unreached targets and larger joint moves, at the smaller
         REDUNDANT_MOMENTUM it keeps off them, and most solves still close in one step.
         """
-        fast = tracked is not None and (carried or tracked.closing_steps >= 2 and orientations
-                                        is not None and orientations.items[0][1] == 'full')
-        if not fast:
+        if tracked is None or not (carried or tracked.closing_steps >= 2 and orientations
+                                   is not None and orientations.items[0][1] == 'full'):
             self._move = None
             return
         answer, first = self._last[1].q, self._first
@@ -192,17 +191,18 @@ class _Tracking:
         effector = tree.effectors[0]
         goal = targets[0]
         tolerance = self.tolerance
-        if not effector.path or \
-                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance \
-                or math.dist(goal, start.points[effector.point]) > self.closing_radius:
+        distance = math.dist(goal, start.points[effector.point])
+        if not effector.path or distance > self.closing_radius or \
+                math.dist(goal, start.points[effector.anchor]) > effector.reach + tolerance:
             return None     # (the excess is at least the distance: a cold seed, told cheaply)
-        objective, error = _one_effector_fit(start, goal, effector.point, orientations)
-        excess = math.sqrt(objective)
-        excess = 1e-15 if 1e-15 > excess else excess   # max(excess, 1e-15), without a call
+        objective, error = (distance * distance, distance) if orientations is None else \
+            _one_effector_fit(start, goal, effector.point, orientations)  # (the position's)
+        root = math.sqrt(objective)
+        excess = 1e-15 if 1e-15 > root else root   # max(root, 1e-15), without a call
         if excess > self.closing_radius:
             return None
         initial = error
-        history = [math.sqrt(objective)]
+        history = [root]
         state = start
         damping = DAMPING_START
         self._first = None
@@ -245,8 +245,12 @@ class _Tracking:
         damping rises tenfold until the error falls (a push that costs more than the step
         gains is dropped first), up to DAMPING_MAX. A position or full pose whose step no
         steering changes (every joint clear of its limit's margins, or a full pose without
-        redundancy) takes it from the tree's compiled step (_compiled_step), carry (see
-        _track) added; the carry it kept, or None.
+        redundancy) takes it from the tree's compiled move (position_move, its forward
+        kinematics too) or step (_compiled_step), carry (see _track) added to a full pose's;
+        the carry it kept, or None. Either leaves to the rows' path (from the damping it
+        reached) a joint in a limit's margin (the step is steered), a joint the step would
+        carry past its limit (solved again without it) and a system the rows' solve leaves
+        to numpy.
         """
         effector = tree.effectors[0]
         x, y, z = state.points[effector.point]
@@ -254,21 +258,37 @@ class _Tracking:
         floor = DAMPING_FLOOR if orientations is None else POSE_DAMPING_FLOOR
         scale = excess * excess
         limits, q = self.limits, state.q
-        s, kernel = 0.0, None
+        s = 0.0
         if orientations is None:
-            kernel = tree.position_steps[0][0]
+            move = tree.position_moves[0]
+            while move is not None and damping <= DAMPING_MAX:  # see position_move (moves)
+                shifted = damping * scale
+                try:
+                    moved = move(state.frames, q, x, y, z, residual,
+                                 floor if floor > shifted else shifted, _ORIGIN)    # (max)
+                except _NOT_POSITIVE_DEFINITE:
+                    break
+                if moved is None:
+                    break
+                candidate = _new_tuple(_State, (moved[0], _ORIGIN, moved[1], moved[2]))
+                distance = math.dist(goal, candidate.points[effector.point])    # (the fit's)
+                if distance * distance < objective:
+                    return candidate, damping, distance * distance, distance, None
+                damping *= 10.0
+            if damping > DAMPING_MAX:
+                return None
         elif orientations.items[0][1] == 'full':
             s = orientations.scale
             (_, (vx, vy, vz), _), = orientations.errors(state)
             residual += [s * vx, s * vy, s * vz]
             kernel = tree.pose_kernels[0][1]
-        if kernel is not None and ((orientations is not None and len(q) <= 6) or all(
-                map(le, limits.inner_lower, q)) and all(map(le, q, limits.inner_upper))):
-            answer, damping = _compiled_step(kernel, tree, state, goal, orientations,
-                                             objective, residual, s, limits, damping,
-                                             scale, floor, carry)
-            if answer is not None or damping > DAMPING_MAX:
-                return answer
+            if kernel is not None and (len(q) <= 6 or all(map(le, limits.inner_lower, q))
+                                       and all(map(le, q, limits.inner_upper))):
+                answer, damping = _compiled_step(kernel, tree, state, goal, orientations,
+                                                 objective, residual, s, limits, damping,
+                                                 scale, floor, carry)
+                if answer is not None or damping > DAMPING_MAX:
+                    return answer
         if orientations is None:
             rows = tree.jacobian(state, False, [0])
         elif orientations.items[0][1] == 'full':
@@ -311,10 +331,10 @@ def _compiled_step(kernel: Callable, tree: _Tree, state: _State,
                    ) -> tuple[tuple[_State, float, float, float, list[float] | None] | None,
                               float]:
     """
-    Return _track_step's step from a compiled step kernel, and the damping it ended at.
+    Return _track_step's full pose step from a compiled step kernel, and its last damping.
 
-    kernel: the tree's pose_step or position_step (sweep): the floats of the rows' damped
-    solve, for a step without weights or push. None and a damping within DAMPING_MAX
+    kernel: the tree's pose_step (sweep): the floats of the rows' damped solve, for a step
+    without weights or push. None and a damping within DAMPING_MAX
     where the rows' path must go on from there: a joint the step would carry past its
     limit (solved again without it), a system the rows' solve leaves to numpy. carry:
     joint values added to the step; a step it carries past a limit or to no lower error is
