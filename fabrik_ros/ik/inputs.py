@@ -181,18 +181,16 @@ class _Inputs:
         """
         if seed is None:
             return tree.neutral
-        if type(seed) is np.ndarray and seed.dtype is FLOAT64:   # tracking: the last answer
-            last_tree, last = self._last
-            if last_tree is tree and seed.tolist() == last.q:   # (floats: of shape (n,))
-                return last
-        array = np.asarray(seed, dtype=float)
+        # An array of floats is used as it is (asarray's dtype=float: a no-op, skipped).
+        array = seed if type(seed) is np.ndarray and seed.dtype is FLOAT64 \
+            else np.asarray(seed, dtype=float)
+        values = array.tolist()
+        last_tree, last = self._last
+        if last_tree is tree and values == last.q:  # tracking: the last answer (so shaped)
+            return last
         if array.shape != (len(self.limits.lower),):
             raise ValueError(f'seed has shape {array.shape}, expected ({len(self.limits.lower)},) '
                              f'for joints {self.chain.joint_names}')
-        values = array.tolist()
-        last_tree, last = self._last
-        if last_tree is tree and values == last.q:
-            return last
         if values == tree.neutral.q:
             return tree.neutral
         if not all(map(math.isfinite, values)):

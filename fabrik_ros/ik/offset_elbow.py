@@ -338,7 +338,7 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
         / normal_squared
     if square < -1e-9:
         return None
-    gamma = math.sqrt(max(square, 0.0))
+    gamma = math.sqrt(0.0 if 0.0 > square else square)  # max(square, 0.0), without a call
     mx, my, mz = alpha * ax + beta * bx, alpha * ay + beta * by, alpha * az + beta * bz
     s1, s2, s3 = seed[:3]
     best, distance = None, bound
@@ -390,7 +390,7 @@ def _cones(u: Sequence[float], cu: float, w: Sequence[float], cw: float) -> list
     square = (1.0 - x * x - y * y - 2.0 * x * y * cosine) / sine_squared
     if square < -1e-9:
         return []
-    g = math.sqrt(max(square, 0.0))
+    g = math.sqrt(0.0 if 0.0 > square else square)  # max(square, 0.0), without a call
     nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
     mx, my, mz = x * ux + y * wx, x * uy + y * wy, x * uz + y * wz
     if not g:

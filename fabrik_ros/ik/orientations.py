@@ -89,7 +89,10 @@ class _Orientations:
         # pow) may round differently, and the tracking path must answer the full solve's
         # answer to the bit.
         scale = self.scale
-        return [scale * angle * (scale * angle) for angle, _, _ in self.errors(state)]
+        squared = []    # (a loop: no comprehension's frame per call, mostly for one item)
+        for angle, _, _ in self.errors(state):
+            squared.append(scale * angle * (scale * angle))
+        return squared
 
     def marker_goals(self, goals: list[tuple[float, float, float]]
                      ) -> list[tuple[float, float, float]]:

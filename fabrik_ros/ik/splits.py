@@ -21,7 +21,7 @@ The arm's sub-solver (the joints above the wrist) is handed in by the solver.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 import math
 from typing import TYPE_CHECKING
 
@@ -98,7 +98,8 @@ class _Split:
         goal, rotation = targets[0], rotations[0]
         distance = math.dist(goal, start.points[tree.effectors[0].point])
         turned = orientations.squares(start)[0]
-        initial = max(distance, math.sqrt(turned))
+        rotated = math.sqrt(turned)
+        initial = rotated if rotated > distance else distance   # max(), without a call
         if initial <= solver.closing_radius:
             return None, None
         q, counts, fabrik_error = self.pose_angles(tree, start, goal, rotation, deadline)
@@ -149,7 +150,10 @@ class _Wrist(_Split):
         self.tool_axis = solver.tool_axes[0] if solver.orientation_modes[0] == 'axis' \
             else None
         self.along = _apply(zero, self.tool_axis) if self.tool_axis else None
-        self.k = arm.chain.dof      # the wrist's first joint
+        self.k = k = arm.chain.dof  # the wrist's first joint
+        # The limits of the arm's joints and of the wrist's, apart (see _nearest_at).
+        self.arm_limits = self.lower[:k], self.upper[:k]
+        self.wrist_limits = self.lower[k:], self.upper[k:]
         self.branches = arm._restart_seeds[:WRIST_BRANCHES]  # seeds of other arm branches
         effector = arm._tree.effectors[0]
         # The arm's fixed point and its reach: a centre farther away is out of reach.
@@ -194,12 +198,12 @@ class _Wrist(_Split):
             turn = _turn(rotation, self.zero)
         else:
             toward = _apply(rotation, self.tool_axis)
-        lower, upper = self.lower[k:], self.upper[k:]
         if self.shoulder is not None:
             q = self._closed_form(tree, start, centre,
                                   turn if self.tool_axis is None else toward)
             if q is not None:
                 return q, counts, math.nan
+        lower, upper = self.wrist_limits
         # From the seed's branch, then from others where the wrist's limits rule it out.
         for attempt, seed in enumerate([start.q[:k]] + self.branches):
             # At most half the iterations, so that the whole arm's solve keeps the rest.
@@ -234,18 +238,16 @@ class _Wrist(_Split):
         seed within the limits; a redundant shoulder joint keeps its seed angle, or where
         no solution fits there, the nearest of FREE_STEPS steps either way that fits.
         """
-        seed, lower, upper = start.q, self.lower, self.upper
-        frees: Iterable[float | None] = [None]
-        if len(self.shoulder.axes) == 3:    # (a generator: the seed's angle mostly fits)
-            held, low, high = seed[2], lower[2], upper[2]
-            frees = (value for step in range(FREE_STEPS + 1)
-                     for value in ((held + step * FREE_STEP, held - step * FREE_STEP)
-                                   if step else (held,)) if low <= value <= high)
-        axes = self._wrist_axes(aim)
-        for free in frees:
-            best = self._nearest_at(seed, centre, aim, axes, free)[0]
-            if best is not None:
-                return best
+        seed, axes = start.q, self._wrist_axes(aim)
+        if len(self.shoulder.axes) == 2:
+            return self._nearest_at(seed, centre, aim, axes, None)[0]
+        held, low, high = seed[2], self.lower[2], self.upper[2]
+        for step in range(FREE_STEPS + 1):  # (the seed's angle first: it mostly fits)
+            for free in (held + step * FREE_STEP, held - step * FREE_STEP) if step else (held,):
+                if low <= free <= high:
+                    best = self._nearest_at(seed, centre, aim, axes, free)[0]
+                    if best is not None:
+                        return best
         return None
 
     def _wrist_axes(self, aim: tuple[float, ...]) -> tuple | None:
@@ -263,13 +265,14 @@ class _Wrist(_Split):
         axes: _wrist_axes(aim). With its squared distance from the seed (radians squared);
         None and inf where no solution fits the limits (see _closed_form).
         """
-        k, lower, upper = self.k, self.lower, self.upper
-        shoulder, above_zero = self.shoulder, self.above_zero
-        wrist_seed, wrist_lower, wrist_upper = seed[k:], lower[k:], upper[k:]
+        k, shoulder, above_zero = self.k, self.shoulder, self.above_zero
+        (arm_lower, arm_upper), (wrist_lower, wrist_upper) = self.arm_limits, self.wrist_limits
+        wrist_seed = seed[k:]
         best, distance = None, math.inf
         # Nearest the seed first: the wrist's part of the distance only adds to the arm's.
-        for moved, q in sorted(shoulder_angles(shoulder, centre, free, seed[:k], lower[:k],
-                                               upper[:k])):
+        solutions = shoulder_angles(shoulder, centre, free, seed[:k], arm_lower, arm_upper)
+        solutions.sort()    # (a new list of its own: sorted in place)
+        for moved, q in solutions:
             if moved >= distance:
                 break
             # The wrist's turn, in the base frame at q = 0 (turned back by the arm).

@@ -83,7 +83,7 @@ def _carry_across(pair: AxisPair, p: tuple[float, tuple[float, float, float]],
     square = (1.0 - alpha * alpha - beta * beta - 2.0 * alpha * beta * cosine) / normal_square
     if square < -1e-9:
         return []
-    gamma = math.sqrt(max(square, 0.0))
+    gamma = math.sqrt(0.0 if 0.0 > square else square)  # max(square, 0.0), without a call
     (bx, by, bz), (cx, cy, cz) = a1, a2
     mx, my, mz = (alpha * bx + beta * cx, alpha * by + beta * cy, alpha * bz + beta * cz)
     pairs = []
@@ -151,16 +151,6 @@ def _turned(axis: Sequence[float], angle: float, v: Sequence[float]
             z * c + (ax * y - ay * x) * s + az * along)
 
 
-def _turn_angle_from(axis: Sequence[float], start: Sequence[float], end: Sequence[float]
-                     ) -> float:
-    """Return _turn_angle(axis, s, end) of a start given by its part across the axis."""
-    (ax, ay, az), (ux, uy, uz), (x, y, z) = axis, start, end
-    along = ax * x + ay * y + az * z
-    vx, vy, vz = x - along * ax, y - along * ay, z - along * az
-    return math.atan2(ax * (uy * vz - uz * vy) + ay * (uz * vx - ux * vz)
-                      + az * (ux * vy - uy * vx), ux * vx + uy * vy + uz * vz)
-
-
 class Spin(NamedTuple):
     """A vector to turn about a unit axis by angles yet unknown, with what _turned needs first."""
 
@@ -207,5 +197,7 @@ def _sinusoid_roots(a: float, b: float, c: float) -> list[float]:
     r = math.hypot(a, b)
     if r < 1e-12 or abs(c) > r * (1.0 + 1e-12):
         return []
-    phase, spread = math.atan2(b, a), math.acos(max(-1.0, min(1.0, -c / r)))
+    cosine = -c / r
+    cosine = 1.0 if not cosine < 1.0 else -1.0 if not cosine > -1.0 else cosine  # (clipped)
+    phase, spread = math.atan2(b, a), math.acos(cosine)
     return [phase + spread, phase - spread] if spread else [phase]

@@ -33,7 +33,7 @@ from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
 from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _nearer,
-                          _sinusoid_roots, _spun, _turn_angle_from, _turned, _within, axis_pair,
+                          _sinusoid_roots, _turned, _TWO_PI, _within, axis_pair,
                           AxisPair, Spin, spin)
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
@@ -122,9 +122,28 @@ def _wrist_pairs(wrist: SphericalWrist, turn: Sequence[float]
 
 
 def _wrist_third(wrist: SphericalWrist, carried: Spin, t1: float, t2: float) -> float:
-    """Return the third angle of the wrist's solution whose first two are t1, t2 (see above)."""
-    return _turn_angle_from(wrist.third, wrist.across_third,
-                            _turned(wrist.pair.second, -t2, _spun(carried, -t1)))
+    """
+    Return the third angle of the wrist's solution whose first two are t1, t2 (see above).
+
+    The angle turning across_third toward _turned(a2, -t2, _spun(carried, -t1)) about a3
+    (subproblem 1, as _turn_angle of a start across the axis), written out: a cold pose's
+    closed form finds the third angle of most of its branches.
+    """
+    (ax, ay, az), (x, y, z), along, (cx, cy, cz) = carried
+    c, s = math.cos(-t1), math.sin(-t1)
+    along *= 1.0 - c
+    x, y, z = x * c + cx * s + ax * along, y * c + cy * s + ay * along, z * c + cz * s + az * along
+    ax, ay, az = wrist.pair.second
+    c, s = math.cos(-t2), math.sin(-t2)
+    along = (ax * x + ay * y + az * z) * (1.0 - c)
+    x, y, z = (x * c + (ay * z - az * y) * s + ax * along,
+               y * c + (az * x - ax * z) * s + ay * along,
+               z * c + (ax * y - ay * x) * s + az * along)
+    (ax, ay, az), (ux, uy, uz) = wrist.third, wrist.across_third
+    along = ax * x + ay * y + az * z
+    x, y, z = x - along * ax, y - along * ay, z - along * az
+    return math.atan2(ax * (uy * z - uz * y) + ay * (uz * x - ux * z) + az * (ux * y - uy * x),
+                      ux * x + uy * y + uz * z)
 
 
 def wrist_angles(wrist: SphericalWrist, turn: Sequence[float], seed: Sequence[float],
@@ -167,11 +186,20 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
     the direction across only where a branch's first two angles fit nearer than bound.
     """
     best, distance = None, bound
-    s1, s2, s3 = seed
-    pair, carried, turns = wrist.pair, None, _back_turns(axes, angles)
-    for t1, t2 in _carry_across(pair, wrist.third_split, _across(
-            pair.first, _turned_back(turns, third))):
-        f1, f2 = _within(t1, s1, lower[0], upper[0]), _within(t2, s2, lower[1], upper[1])
+    (s1, s2, s3), (l1, l2, l3), (u1, u2, u3) = seed, lower, upper
+    pair, carried = wrist.pair, None
+    (x, y, z), turns = _back_turned(axes, angles, third)
+    ax, ay, az = pair.first
+    along = ax * x + ay * y + az * z    # (_across(a1, the third axis turned back), inline)
+    for t1, t2 in _carry_across(pair, wrist.third_split,
+                                (along, (x - along * ax, y - along * ay, z - along * az))):
+        # _within's common case first, without its call: the nearest turn inside the limits.
+        f1 = s1 + math.remainder(t1 - s1, _TWO_PI)
+        if not l1 <= f1 <= u1:
+            f1 = _within(t1, s1, l1, u1)
+        f2 = s2 + math.remainder(t2 - s2, _TWO_PI)
+        if not l2 <= f2 <= u2:
+            f2 = _within(t2, s2, l2, u2)
         if f1 is None or f2 is None:
             continue
         moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
@@ -179,7 +207,10 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
             continue
         if carried is None:
             carried = spin(pair.first, _turned_back(turns, across))
-        f3 = _within(_wrist_third(wrist, carried, t1, t2), s3, lower[2], upper[2])
+        t3 = _wrist_third(wrist, carried, t1, t2)
+        f3 = s3 + math.remainder(t3 - s3, _TWO_PI)
+        if not l3 <= f3 <= u3:
+            f3 = _within(t3, s3, l3, u3)
         if f3 is not None:
             moved += (f3 - s3) ** 2
             if moved < distance:
@@ -291,42 +322,66 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     if squared < 1e-24:
         return []
     scale = 1.0 / math.sqrt(squared)
-    toward = (dx * scale, dy * scale, dz * scale)
     a, b, c = shoulder.sinusoid
     (ex, ey, ez), pair = shoulder.elbow[1], shoulder.pair
-    # The angles every solution shares fitted once: the free one, each elbow root's.
-    fixed, held = [], None
+    cx, cy, cz = pair.second
+    (lax, lay, laz), (lx, ly, lz), lever_along, (lcx, lcy, lcz) = shoulder.lever_spin
+    # What every solution shares, once: the free angle fitted (and its turn), each elbow's.
+    fitted = held = None
     if free is not None:
-        fixed.append(_within(free, seed[2], lower[2], upper[2]))
-        if fixed[0] is None:
+        fitted = _within(free, seed[2], lower[2], upper[2])
+        if fitted is None:
             return []
-        held = (fixed[0] - seed[2]) ** 2
+        held = (fitted - seed[2]) ** 2
+        (fx, fy, fz), free_cos, free_sin = shoulder.axes[2], math.cos(free), math.sin(free)
     k = len(seed) - 1
-    (s1, s2), (l1, l2), (u1, u2) = seed[:2], lower[:2], upper[:2]
-    toward = _across(pair.first, toward)     # (split once for both roots' subproblem 2)
+    s1, s2, sk, l1, l2, lk, u1, u2, uk = (seed[0], seed[1], seed[k], lower[0], lower[1],
+                                          lower[k], upper[0], upper[1], upper[k])
+    toward = _across(pair.first, (dx * scale, dy * scale, dz * scale))  # (for both roots)
     # A tip on the first axis leaves the first angle free (every one puts the tip there):
     # it keeps the seed's, where the direction across the axis would be rounding noise.
     tx, ty, tz = toward[1]
     on_axis = tx * tx + ty * ty + tz * tz < ON_AXIS_SQUARED
     found = []
     for te in _sinusoid_roots(-a, -b, c - squared):
-        elbow = _within(te, seed[k], lower[k], upper[k])
-        if elbow is None:
-            continue
-        bent = (elbow - seed[k]) ** 2
-        lx, ly, lz = _spun(shoulder.lever_spin, te)
-        p = (ex + lx - sx, ey + ly - sy, ez + lz - sz)
+        # _within's common case first, without its call: the nearest turn inside the limits.
+        elbow = sk + math.remainder(te - sk, _TWO_PI)
+        if not lk <= elbow <= uk:
+            elbow = _within(te, sk, lk, uk)
+            if elbow is None:
+                continue
+        bent = (elbow - sk) ** 2
+        # _spun(lever_spin, te), then _turned(a3, free, p), written out (free's turn made once).
+        cosine, sine = math.cos(te), math.sin(te)
+        along = lever_along * (1.0 - cosine)
+        x = ex + (lx * cosine + lcx * sine + lax * along) - sx
+        y = ey + (ly * cosine + lcy * sine + lay * along) - sy
+        z = ez + (lz * cosine + lcz * sine + laz * along) - sz
         if free is not None:
-            p = _turned(shoulder.axes[2], free, p)
-        norm = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
-        p = (p[0] / norm, p[1] / norm, p[2] / norm)
-        for t1, t2 in _carry_across(pair, _across(pair.second, p), toward):
-            f1, f2 = _within(s1 if on_axis else t1, s1, l1, u1), _within(t2, s2, l2, u2)
-            if f1 is not None and f2 is not None:
-                moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
-                if held is not None:
-                    moved += held
-                found.append((moved + bent, [f1, f2, *fixed, elbow]))
+            along = (fx * x + fy * y + fz * z) * (1.0 - free_cos)
+            x, y, z = (x * free_cos + (fy * z - fz * y) * free_sin + fx * along,
+                       y * free_cos + (fz * x - fx * z) * free_sin + fy * along,
+                       z * free_cos + (fx * y - fy * x) * free_sin + fz * along)
+        norm = math.sqrt(x * x + y * y + z * z)
+        x, y, z = x / norm, y / norm, z / norm
+        along = cx * x + cy * y + cz * z    # (_across(a2, p), inline)
+        for t1, t2 in _carry_across(pair, (along, (x - along * cx, y - along * cy,
+                                                   z - along * cz)), toward):
+            t1 = s1 if on_axis else t1
+            f1 = s1 + math.remainder(t1 - s1, _TWO_PI)
+            if not l1 <= f1 <= u1:
+                f1 = _within(t1, s1, l1, u1)
+            f2 = s2 + math.remainder(t2 - s2, _TWO_PI)
+            if not l2 <= f2 <= u2:
+                f2 = _within(t2, s2, l2, u2)
+            if f1 is None or f2 is None:
+                continue
+            moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
+            if fitted is None:
+                found.append((moved + bent, [f1, f2, elbow]))
+            else:
+                moved += held
+                found.append((moved + bent, [f1, f2, fitted, elbow]))
     return found
 
 
@@ -338,19 +393,34 @@ def turned_back_vector(axes: Sequence[tuple[float, float, float]], angles: Seque
     axes: unit axes at q = 0, base frame (a product of exponentials: the turns of joints in
     a row compose in this order whatever the joints' offsets).
     """
-    return _turned_back(_back_turns(axes, angles), v)
+    return _back_turned(axes, angles, v)[0]
 
 
-def _back_turns(axes: Sequence[tuple[float, float, float]], angles: Sequence[float]
-                ) -> list[tuple[float, float, float, float, float]]:
-    """Return per joint its axis and the cosine and sine of -angle (_turned_back's turns)."""
-    return [(ax, ay, az, math.cos(-angle), math.sin(-angle))
-            for (ax, ay, az), angle in zip(axes, angles)]
+def _back_turned(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
+                 v: Sequence[float]
+                 ) -> tuple[tuple[float, float, float], list[tuple[float, float, float, float,
+                                                                   float]]]:
+    """
+    Return turned_back_vector's v, and the turns that made it, for more vectors (_turned_back).
+
+    Per joint a turn is its axis and the cosine and sine of -angle. The first vector is
+    turned while they are made: one loop (a cold pose's wrist turns back one to two vectors).
+    """
+    x, y, z = v
+    turns = []
+    for (ax, ay, az), angle in zip(axes, angles):
+        c, s = math.cos(-angle), math.sin(-angle)
+        turns.append((ax, ay, az, c, s))
+        along = (ax * x + ay * y + az * z) * (1.0 - c)     # (Rodrigues, as _turned)
+        x, y, z = (x * c + (ay * z - az * y) * s + ax * along,
+                   y * c + (az * x - ax * z) * s + ay * along,
+                   z * c + (ax * y - ay * x) * s + az * along)
+    return (x, y, z), turns
 
 
 def _turned_back(turns: Sequence[tuple[float, float, float, float, float]],
                  v: Sequence[float]) -> tuple[float, float, float]:
-    """Return v turned by each of _back_turns' turns in order (Rodrigues, as _turned)."""
+    """Return v turned by each of _back_turned's turns in order (Rodrigues, as _turned)."""
     x, y, z = v
     for ax, ay, az, c, s in turns:
         along = (ax * x + ay * y + az * z) * (1.0 - c)
