@@ -234,6 +234,12 @@ class CommandStream:
         else:
             self.position, self.velocity = limit_step(self.position, self.velocity, target,
                                                       self.dt, limits)
+            if self.goal is None and self.slowdown is not None:
+                # A slowdown may brake a hold harder than planned: its stop point moves
+                # with the command (as after a collision stop), or the joint would speed up
+                # again toward the old one.
+                self._stop = stopping_point(self.position, self.velocity, self.limits,
+                                            self.dt)
         return self.position
 
     def limits_in_force(self) -> MotionLimits:

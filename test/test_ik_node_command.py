@@ -91,6 +91,30 @@ def test_stream_stays_within_every_limit_and_holds_without_turning_back(limits, 
     assert np.all(np.abs(np.diff(velocities, axis=0)) <= limits.max_acceleration * DT * slack)
 
 
+slowdowns = st.lists(st.none() | st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0),
+                                           st.floats(0.0, 1.0)), min_size=40, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(limits_strategy, goals, slowdowns)
+def test_a_hold_slowed_down_on_the_way_still_only_brakes(limits, goals, scales):
+    # A collision slowdown may cap a braking joint harder than the hold planned; the hold
+    # then brakes from where that left it, never speeding the joint up again.
+    stream = CommandStream(limits, DT)
+    stream.start(np.zeros(3))
+    stream.follow(np.array(goals[0]))
+    for _ in range(20):
+        stream.step()
+    stream.hold('test')
+    for scale in scales:
+        before = stream.velocity.copy()
+        stream.slowdown = None if scale is None else (np.array(scale), np.full(3, np.inf))
+        stream.step()
+        stream.slowdown = None
+        assert np.all(stream.velocity * np.sign(before) >= -1e-9)  # rad/s
+        assert np.all(np.abs(stream.velocity) <= np.abs(before) + 1e-9)
+
+
 @settings(max_examples=40, deadline=None)
 @given(limits_strategy, st.tuples(st.floats(-4.0, 4.0), st.floats(-4.0, 4.0),
                                   st.floats(-4.0, 4.0)))
