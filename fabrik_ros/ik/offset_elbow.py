@@ -30,6 +30,7 @@ turn the rest (subproblem 1). Up to eight solutions for one seventh angle (as He
 
 from __future__ import annotations
 
+from functools import lru_cache
 import math
 from typing import Iterator, NamedTuple, Sequence
 
@@ -157,9 +158,11 @@ def swept_angles(arm: OffsetElbow, position: Sequence[float], rotation: Sequence
         2.0 * (kx * lx + ky * ly + kz * lz), -2.0 * (kx * qx + ky * qy + kz * qz)
     shortest, longest = _reach(arm.shoulder.sinusoid, lower[3], upper[3])
     for last in _sweep(free, step, steps):
-        if low <= last <= high and shortest <= base + along * math.cos(last) \
-                + cross * math.sin(last) <= longest:
-            found = _angles_at(arm, target, last, seed, lower, upper)
+        if not low <= last <= high:
+            continue
+        c7, s7 = math.cos(last), math.sin(last)
+        if shortest <= base + along * c7 + cross * s7 <= longest:
+            found = _angles_turned(arm, target, last, c7, s7, seed, lower, upper)
             if found is not None:
                 return found[0]
     return None
@@ -188,15 +191,17 @@ def _target(arm: OffsetElbow, position: Sequence[float], rotation: Sequence[floa
     ox = position[0] + r0 * x + r1 * y + r2 * z - sx
     oy = position[1] + r3 * x + r4 * y + r5 * z - sy
     oz = position[2] + r6 * x + r7 * y + r8 * z - sz
-    terms = [(r0 * x + r1 * y + r2 * z, r3 * x + r4 * y + r5 * z, r6 * x + r7 * y + r8 * z)
-             for x, y, z in arm.turned]
-    kx, ky, kz = terms[0]
-    terms[0] = (kx + ox, ky + oy, kz + oz)
-    return tuple(terms)
+    (x, y, z), *rest = arm.turned
+    return ((r0 * x + r1 * y + r2 * z + ox, r3 * x + r4 * y + r5 * z + oy,
+             r6 * x + r7 * y + r8 * z + oz),
+            *[(r0 * x + r1 * y + r2 * z, r3 * x + r4 * y + r5 * z, r6 * x + r7 * y + r8 * z)
+              for x, y, z in rest])
 
 
-def _reach(sinusoid: Sequence[float], lower: float, upper: float) -> tuple[float, float]:
-    """Return the least and greatest |W - S|^2 the elbow sets within its limits."""
+@lru_cache(maxsize=64)
+def _reach(sinusoid: tuple[float, float, float], lower: float, upper: float
+           ) -> tuple[float, float]:
+    """Return the least and greatest |W - S|^2 the elbow sets (kept: per arm and limits)."""
     a, b, c = sinusoid
     r, phase = math.hypot(a, b), math.atan2(b, a)   # |W - S|^2 = c - r cos(t - phase)
     if not upper - lower < _TWO_PI:
@@ -214,39 +219,72 @@ def _angles_at(arm: OffsetElbow, target: tuple[Vector, ...], last: float,
                seed: Sequence[float], lower: Sequence[float], upper: Sequence[float]
                ) -> tuple[list[float], float] | None:
     """Return offset_elbow_angles's answer for the pose as _target gives it."""
-    c7, s7 = math.cos(last), math.sin(last)
+    return _angles_turned(arm, target, last, math.cos(last), math.sin(last), seed, lower,
+                          upper)
+
+
+def _angles_turned(arm: OffsetElbow, target: tuple[Vector, ...], last: float, c7: float,
+                   s7: float, seed: Sequence[float], lower: Sequence[float],
+                   upper: Sequence[float]) -> tuple[list[float], float] | None:
+    """
+    Return _angles_at's answer, given the cosine and sine of the seventh angle as well.
+
+    The fifth axis's directions (z . (S-W) and z . a6 fixed: none, one or two, where two
+    cones meet) are worked out here, their parts that do not depend on the elbow's angle
+    once; so is _within's common case, its call only where that misses.
+    """
     (kx, ky, kz), (lx, ly, lz), (mx, my, mz), k, l, m, kk, ll, mm = target
     dx, dy, dz = kx + c7 * lx - s7 * mx, ky + c7 * ly - s7 * my, kz + c7 * lz - s7 * mz
-    sixth = (k[0] + c7 * l[0] - s7 * m[0], k[1] + c7 * l[1] - s7 * m[1],
-             k[2] + c7 * l[2] - s7 * m[2])
+    wx, wy, wz = (k[0] + c7 * l[0] - s7 * m[0], k[1] + c7 * l[1] - s7 * m[1],
+                  k[2] + c7 * l[2] - s7 * m[2])
     across = (kk[0] + c7 * ll[0] - s7 * mm[0], kk[1] + c7 * ll[1] - s7 * mm[1],
               kk[2] + c7 * ll[2] - s7 * mm[2])
     squared = dx * dx + dy * dy + dz * dz
     if squared < 1e-24:
         return None
     scale = 1.0 / math.sqrt(squared)
-    toward = (dx * scale, dy * scale, dz * scale)
+    ux, uy, uz = dx * scale, dy * scale, dz * scale
+    cosine = ux * wx + uy * wy + uz * wz
+    sine_squared = 1.0 - cosine * cosine
+    if sine_squared < _NARROW:
+        return None
+    toward, sixth, cw = (ux, uy, uz), (wx, wy, wz), arm.cosine
+    nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
     a, b, c = arm.shoulder.sinusoid
     ex, ey, ez = arm.elbow
     (px, py, pz), (qx, qy, qz), (rx, ry, rz) = arm.lever
     (fx, fy, fz), (gx, gy, gz), (hx, hy, hz) = arm.fifth
     best, distance = None, math.inf
     moved7 = (last - seed[6]) ** 2
+    s4_seed, low4, high4 = seed[3], lower[3], upper[3]
     for t4 in _sinusoid_roots(-a, -b, c - squared):
-        f4 = _within(t4, seed[3], lower[3], upper[3])
-        if f4 is None:
-            continue
+        f4 = s4_seed + math.remainder(t4 - s4_seed, _TWO_PI)
+        if not low4 <= f4 <= high4:
+            f4 = _within(t4, s4_seed, low4, high4)
+            if f4 is None:
+                continue
         c4, s4 = math.cos(t4), math.sin(t4)
-        # S-W and a5 with the shoulder at zero.
-        ux, uy, uz = ex + px + c4 * qx + s4 * rx, ey + py + c4 * qy + s4 * ry, \
+        # S-W and a5 with the shoulder at zero, and their frame.
+        vx, vy, vz = ex + px + c4 * qx + s4 * rx, ey + py + c4 * qy + s4 * ry, \
             ez + pz + c4 * qz + s4 * rz
-        scale = 1.0 / math.sqrt(ux * ux + uy * uy + uz * uz)
-        at_zero = (ux * scale, uy * scale, uz * scale)
+        scale = 1.0 / math.sqrt(vx * vx + vy * vy + vz * vz)
+        vx, vy, vz = vx * scale, vy * scale, vz * scale
         fifth = (fx + c4 * gx + s4 * hx, fy + c4 * gy + s4 * hy, fz + c4 * gz + s4 * hz)
-        moved = (f4 - seed[3]) ** 2 + moved7
-        spread = at_zero[0] * fifth[0] + at_zero[1] * fifth[1] + at_zero[2] * fifth[2]
-        for turned_fifth in _cones(toward, spread, sixth, arm.cosine):
-            turn = _frame_turn(at_zero, fifth, toward, turned_fifth)
+        frame = _frame((vx, vy, vz), fifth)
+        if frame is None:
+            continue
+        moved = (f4 - s4_seed) ** 2 + moved7
+        cu = vx * fifth[0] + vy * fifth[1] + vz * fifth[2]
+        x = (cu - cosine * cw) / sine_squared
+        y = (cw - cosine * cu) / sine_squared
+        square = (1.0 - x * x - y * y - 2.0 * x * y * cosine) / sine_squared
+        if square < -1e-9:
+            continue
+        g = math.sqrt(0.0 if 0.0 > square else square)  # max(square, 0.0), without a call
+        zx, zy, zz = x * ux + y * wx, x * uy + y * wy, x * uz + y * wz
+        for cone in (((zx + g * nx, zy + g * ny, zz + g * nz),
+                      (zx - g * nx, zy - g * ny, zz - g * nz)) if g else ((zx, zy, zz),)):
+            turn = _frame_turn(frame, toward, cone)
             if turn is None:
                 continue
             found = _wrist_pair(arm, turn, c4, s4, sixth, across, seed, lower, upper)
@@ -270,7 +308,8 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
     turn: the shoulder's; c4, s4: the cosine and sine of the elbow's angle; sixth, across:
     the target's a6 and direction across it. Both turned back by the shoulder and the
     elbow, the fifth turns a6 onto the first, then the sixth the direction across a6 onto
-    the second (subproblem 1).
+    the second (subproblem 1). _within's common case is inlined, its call only where that
+    misses, this being the sweep's innermost loop.
     """
     m0, m1, m2, m3, m4, m5, m6, m7, m8 = turn
     ax, ay, az = arm.shoulder.elbow[0]
@@ -288,9 +327,12 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
     norm = math.hypot(cosine, sine)
     if norm < 1e-12:
         return None
-    t5 = _within(math.atan2(sine, cosine), seed[4], lower[4], upper[4])
-    if t5 is None:
-        return None
+    angle, seed5 = math.atan2(sine, cosine), seed[4]
+    t5 = seed5 + math.remainder(angle - seed5, _TWO_PI)
+    if not lower[4] <= t5 <= upper[4]:
+        t5 = _within(angle, seed5, lower[4], upper[4])
+        if t5 is None:
+            return None
     x, y, z = across
     x, y, z = m0 * x + m3 * y + m6 * z, m1 * x + m4 * y + m7 * z, m2 * x + m5 * y + m8 * z
     along = (ax * x + ay * y + az * z) * ones
@@ -304,11 +346,14 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
     x, y, z = (x * c5 - (ay * z - az * y) * s5 + ax * along,
                y * c5 - (az * x - ax * z) * s5 + ay * along,
                z * c5 - (ax * y - ay * x) * s5 + az * along)
-    t6 = _within(math.atan2(g2x * x + g2y * y + g2z * z, g1x * x + g1y * y + g1z * z),
-                 seed[5], lower[5], upper[5])
-    if t6 is None:
-        return None
-    return [t5, t6], (t5 - seed[4]) ** 2 + (t6 - seed[5]) ** 2
+    angle, seed6 = math.atan2(g2x * x + g2y * y + g2z * z, g1x * x + g1y * y + g1z * z), \
+        seed[5]
+    t6 = seed6 + math.remainder(angle - seed6, _TWO_PI)
+    if not lower[5] <= t6 <= upper[5]:
+        t6 = _within(angle, seed6, lower[5], upper[5])
+        if t6 is None:
+            return None
+    return [t5, t6], (t5 - seed5) ** 2 + (t6 - seed6) ** 2
 
 
 def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[float],
@@ -373,48 +418,38 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
     return (best, distance) if best is not None else None
 
 
-def _cones(u: Sequence[float], cu: float, w: Sequence[float], cw: float) -> list[Vector]:
+def _frame(u: Vector, v: Vector) -> tuple[float, ...] | None:
     """
-    Return the unit directions z with z . u = cu and z . w = cw: none, one or two.
+    Return the frame (u, n, u x n), n the normalised u x v, as nine floats; None if u // v.
 
-    u, w: unit directions, not parallel (none where they are within _NARROW of it).
-    """
-    ux, uy, uz = u
-    wx, wy, wz = w
-    cosine = ux * wx + uy * wy + uz * wz
-    sine_squared = 1.0 - cosine * cosine
-    if sine_squared < _NARROW:
-        return []
-    x = (cu - cosine * cw) / sine_squared
-    y = (cw - cosine * cu) / sine_squared
-    square = (1.0 - x * x - y * y - 2.0 * x * y * cosine) / sine_squared
-    if square < -1e-9:
-        return []
-    g = math.sqrt(0.0 if 0.0 > square else square)  # max(square, 0.0), without a call
-    nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
-    mx, my, mz = x * ux + y * wx, x * uy + y * wy, x * uz + y * wz
-    if not g:
-        return [(mx, my, mz)]
-    return [(mx + g * nx, my + g * ny, mz + g * nz), (mx - g * nx, my - g * ny, mz - g * nz)]
-
-
-def _frame_turn(u: Vector, v: Vector, p: Vector, q: Vector) -> tuple[float, ...] | None:
-    """
-    Return the rotation turning unit u onto p and v onto q (u . v = p . q), None if u // v.
-
-    The sum of the outer products of the frames (u, n, u x n) and (p, m, p x m), n and m
-    the normalised u x v and p x q.
+    u: a unit direction. The first half of _frame_turn, apart since u and v are shared.
     """
     u0, u1, u2 = u
-    p0, p1, p2 = p
     n0, n1, n2 = u1 * v[2] - u2 * v[1], u2 * v[0] - u0 * v[2], u0 * v[1] - u1 * v[0]
-    m0, m1, m2 = p1 * q[2] - p2 * q[1], p2 * q[0] - p0 * q[2], p0 * q[1] - p1 * q[0]
-    sn, sm = n0 * n0 + n1 * n1 + n2 * n2, m0 * m0 + m1 * m1 + m2 * m2
-    if sn < _NARROW or sm < _NARROW:
+    sn = n0 * n0 + n1 * n1 + n2 * n2
+    if sn < _NARROW:
         return None
-    sn, sm = 1.0 / math.sqrt(sn), 1.0 / math.sqrt(sm)
-    n0, n1, n2, m0, m1, m2 = n0 * sn, n1 * sn, n2 * sn, m0 * sm, m1 * sm, m2 * sm
-    k0, k1, k2 = u1 * n2 - u2 * n1, u2 * n0 - u0 * n2, u0 * n1 - u1 * n0
+    sn = 1.0 / math.sqrt(sn)
+    n0, n1, n2 = n0 * sn, n1 * sn, n2 * sn
+    return (u0, u1, u2, n0, n1, n2,
+            u1 * n2 - u2 * n1, u2 * n0 - u0 * n2, u0 * n1 - u1 * n0)
+
+
+def _frame_turn(frame: Sequence[float], p: Vector, q: Vector) -> tuple[float, ...] | None:
+    """
+    Return the rotation turning unit u onto p and v onto q (u . v = p . q), None if p // q.
+
+    frame: u and v's (see _frame). The sum of the outer products of the frames (u, n,
+    u x n) and (p, m, p x m), m the normalised p x q.
+    """
+    u0, u1, u2, n0, n1, n2, k0, k1, k2 = frame
+    p0, p1, p2 = p
+    m0, m1, m2 = p1 * q[2] - p2 * q[1], p2 * q[0] - p0 * q[2], p0 * q[1] - p1 * q[0]
+    sm = m0 * m0 + m1 * m1 + m2 * m2
+    if sm < _NARROW:
+        return None
+    sm = 1.0 / math.sqrt(sm)
+    m0, m1, m2 = m0 * sm, m1 * sm, m2 * sm
     j0, j1, j2 = p1 * m2 - p2 * m1, p2 * m0 - p0 * m2, p0 * m1 - p1 * m0
     return (p0 * u0 + m0 * n0 + j0 * k0, p0 * u1 + m0 * n1 + j0 * k1,
             p0 * u2 + m0 * n2 + j0 * k2, p1 * u0 + m1 * n0 + j1 * k0,
