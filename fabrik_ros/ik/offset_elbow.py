@@ -365,7 +365,8 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
     exp(a1 t1) exp(a2 t2) carry a3 onto turn a3 (subproblem 2: none, one or two), then
     exp(a3 t3) turns turn^T a1 onto exp(-a2 t2) a1 (subproblem 1); each angle turned by
     whole turns where that brings it inside its limits; None if none fits the limits
-    nearer the seed than bound (radians squared).
+    nearer the seed than bound (radians squared). _within's common case is inlined, its
+    call only where that misses, as in _wrist_pair.
     """
     (ax, ay, az), (bx, by, bz), (cx, cy, cz) = arm.shoulder.axes
     cosine, (nx, ny, nz), normal_squared, along = arm.pair
@@ -386,18 +387,24 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
     gamma = math.sqrt(0.0 if 0.0 > square else square)  # max(square, 0.0), without a call
     mx, my, mz = alpha * ax + beta * bx, alpha * ay + beta * by, alpha * az + beta * bz
     s1, s2, s3 = seed[:3]
+    low1, low2, high1, high2 = lower[0], lower[1], upper[0], upper[1]
     best, distance = None, bound
     for side in ((gamma, -gamma) if gamma else (gamma,)):
         zx, zy, zz = mx + side * nx, my + side * ny, mz + side * nz
         x, y = e1x * zx + e1y * zy + e1z * zz, e2x * zx + e2y * zy + e2z * zz
-        t2 = _within(math.atan2(y, x), s2, lower[1], upper[1])
-        if t2 is None:
-            continue
+        angle = math.atan2(y, x)
+        t2 = s2 + math.remainder(angle - s2, _TWO_PI)
+        if not low2 <= t2 <= high2:
+            t2 = _within(angle, s2, low2, high2)
+            if t2 is None:
+                continue
         # a1's turn carries z onto q: their parts across a1.
-        t1 = _within(math.atan2(ax * (zy * qz - zz * qy) + ay * (zz * qx - zx * qz)
-                                + az * (zx * qy - zy * qx),
-                                zx * qx + zy * qy + zz * qz - (ax * zx + ay * zy + az * zz) * aq),
-                     s1, lower[0], upper[0])
+        angle = math.atan2(ax * (zy * qz - zz * qy) + ay * (zz * qx - zx * qz)
+                           + az * (zx * qy - zy * qx),
+                           zx * qx + zy * qy + zz * qz - (ax * zx + ay * zy + az * zz) * aq)
+        t1 = s1 + math.remainder(angle - s1, _TWO_PI)
+        if not low1 <= t1 <= high1:
+            t1 = _within(angle, s1, low1, high1)
         moved = (t2 - s2) ** 2
         if t1 is None or moved + (t1 - s1) ** 2 >= distance:
             continue
@@ -407,10 +414,12 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
         vx, vy, vz = (ax * c2 + nx * sine2 + bx * cosine * (1.0 - c2),
                       ay * c2 + ny * sine2 + by * cosine * (1.0 - c2),
                       az * c2 + nz * sine2 + bz * cosine * (1.0 - c2))
-        t3 = _within(math.atan2(
+        angle = math.atan2(
             cx * (yy * vz - yz * vy) + cy * (yz * vx - yx * vz) + cz * (yx * vy - yy * vx),
-            yx * vx + yy * vy + yz * vz - y_along * (cx * vx + cy * vy + cz * vz)),
-            s3, lower[2], upper[2])
+            yx * vx + yy * vy + yz * vz - y_along * (cx * vx + cy * vy + cz * vz))
+        t3 = s3 + math.remainder(angle - s3, _TWO_PI)
+        if not lower[2] <= t3 <= upper[2]:
+            t3 = _within(angle, s3, lower[2], upper[2])
         if t3 is not None:
             moved += (t1 - s1) ** 2 + (t3 - s3) ** 2
             if moved < distance:
