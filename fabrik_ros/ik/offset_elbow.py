@@ -191,11 +191,19 @@ def _target(arm: OffsetElbow, position: Sequence[float], rotation: Sequence[floa
     ox = position[0] + r0 * x + r1 * y + r2 * z - sx
     oy = position[1] + r3 * x + r4 * y + r5 * z - sy
     oz = position[2] + r6 * x + r7 * y + r8 * z - sz
-    (x, y, z), *rest = arm.turned
-    return ((r0 * x + r1 * y + r2 * z + ox, r3 * x + r4 * y + r5 * z + oy,
-             r6 * x + r7 * y + r8 * z + oz),
-            *[(r0 * x + r1 * y + r2 * z, r3 * x + r4 * y + r5 * z, r6 * x + r7 * y + r8 * z)
-              for x, y, z in rest])
+    (x, y, z), (lx, ly, lz), (mx, my, mz), (ax, ay, az), (bx, by, bz), (cx, cy, cz), \
+        (dx, dy, dz), (ex, ey, ez), (fx, fy, fz) = arm.turned
+    return (
+        (r0 * x + r1 * y + r2 * z + ox, r3 * x + r4 * y + r5 * z + oy,
+         r6 * x + r7 * y + r8 * z + oz),
+        (r0 * lx + r1 * ly + r2 * lz, r3 * lx + r4 * ly + r5 * lz, r6 * lx + r7 * ly + r8 * lz),
+        (r0 * mx + r1 * my + r2 * mz, r3 * mx + r4 * my + r5 * mz, r6 * mx + r7 * my + r8 * mz),
+        (r0 * ax + r1 * ay + r2 * az, r3 * ax + r4 * ay + r5 * az, r6 * ax + r7 * ay + r8 * az),
+        (r0 * bx + r1 * by + r2 * bz, r3 * bx + r4 * by + r5 * bz, r6 * bx + r7 * by + r8 * bz),
+        (r0 * cx + r1 * cy + r2 * cz, r3 * cx + r4 * cy + r5 * cz, r6 * cx + r7 * cy + r8 * cz),
+        (r0 * dx + r1 * dy + r2 * dz, r3 * dx + r4 * dy + r5 * dz, r6 * dx + r7 * dy + r8 * dz),
+        (r0 * ex + r1 * ey + r2 * ez, r3 * ex + r4 * ey + r5 * ez, r6 * ex + r7 * ey + r8 * ez),
+        (r0 * fx + r1 * fy + r2 * fz, r3 * fx + r4 * fy + r5 * fz, r6 * fx + r7 * fy + r8 * fz))
 
 
 @lru_cache(maxsize=64)
