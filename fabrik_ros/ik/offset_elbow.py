@@ -37,7 +37,7 @@ from typing import Iterator, NamedTuple, Sequence
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
-from .subproblems import _cross, _dot, _sinusoid_roots, _TWO_PI, _within
+from .subproblems import _cross, _dot, _TWO_PI, _within
 from .wrist import _CENTRE_OFF, _meeting, _PARALLEL, serial_revolute, Shoulder, spherical_shoulder
 
 _NARROW = 1e-9          # |sin|^2 below this: two directions too near parallel to fix a frame
@@ -69,6 +69,8 @@ class OffsetElbow(NamedTuple):
     turned: tuple[Vector, ...]  # W - C, a6 and the direction across a6 about a7 (see
     #                             _parts), nine vectors in the tool's frame at q = 0
     lead: Vector            # C from the tool's origin, in that frame
+    wave: tuple[float, float, float]  # r, phase, c: |W - S|^2 = c + r cos(t4 - phase)
+    lever_base: Vector      # E - S plus the part of W - E along a4
 
 
 def offset_elbow(chain: Chain, tolerance: float) -> OffsetElbow | None:
@@ -111,15 +113,18 @@ def _constants(shoulder: Shoulder, axes: list[Vector], meet: Vector, seventh: Ve
     (_, corner), point = shoulder.elbow, shoulder.point
     free = _minus(a6, _scaled(a5, _dot(a5, a6)))
     across6 = _across(a6)
+    lever, elbow = _parts(a4, _minus(meet, corner)), _minus(corner, point)
+    a, b, c = shoulder.sinusoid
     return OffsetElbow(
         shoulder, (_dot(a1, a2), normal, _dot(normal, normal), _dot(a2, a3)),
-        (free3, _cross(a2, free3)),
-        _parts(a4, _minus(meet, corner)), _minus(corner, point), _parts(a4, a5), a5, a6,
+        (free3, _cross(a2, free3)), lever, elbow, _parts(a4, a5), a5, a6,
         _dot(a5, a6),
         (free, _cross(a5, free)), (across6, _cross(a6, across6)), a7,
         tuple(_floats(tool[:3, :3].T @ part) for v in (_minus(meet, seventh), a6, across6)
               for part in _parts(a7, v)),
-        _floats(tool[:3, :3].T @ _minus(seventh, _floats(tool[:3, 3]))))
+        _floats(tool[:3, :3].T @ _minus(seventh, _floats(tool[:3, 3]))),
+        (math.hypot(-a, -b), math.atan2(-b, -a), c),
+        (elbow[0] + lever[0][0], elbow[1] + lever[0][1], elbow[2] + lever[0][2]))
 
 
 def offset_elbow_angles(arm: OffsetElbow, position: Sequence[float],
@@ -239,7 +244,8 @@ def _angles_turned(arm: OffsetElbow, target: tuple[Vector, ...], last: float, c7
 
     The fifth axis's directions (z . (S-W) and z . a6 fixed: none, one or two, where two
     cones meet) are worked out here, their parts that do not depend on the elbow's angle
-    once; so is _within's common case, its call only where that misses.
+    once; so are _within's common case, its call only where that misses, and
+    _sinusoid_roots with the elbow's amplitude and phase kept in the arm's constants.
     """
     (kx, ky, kz), (lx, ly, lz), (mx, my, mz), k, l, m, kk, ll, mm = target
     dx, dy, dz = kx + c7 * lx - s7 * mx, ky + c7 * ly - s7 * my, kz + c7 * lz - s7 * mz
@@ -258,14 +264,20 @@ def _angles_turned(arm: OffsetElbow, target: tuple[Vector, ...], last: float, c7
         return None
     toward, sixth, cw = (ux, uy, uz), (wx, wy, wz), arm.cosine
     nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
-    a, b, c = arm.shoulder.sinusoid
-    ex, ey, ez = arm.elbow
-    (px, py, pz), (qx, qy, qz), (rx, ry, rz) = arm.lever
+    r, phase, c = arm.wave     # the elbow's roots (subproblem 3, as _sinusoid_roots)
+    offset = c - squared
+    if r < 1e-12 or abs(offset) > r * (1.0 + 1e-12):
+        return None
+    cosine4 = -offset / r
+    cosine4 = 1.0 if not cosine4 < 1.0 else -1.0 if not cosine4 > -1.0 else cosine4
+    spread = math.acos(cosine4)
+    ex, ey, ez = arm.lever_base
+    _, (qx, qy, qz), (rx, ry, rz) = arm.lever
     (fx, fy, fz), (gx, gy, gz), (hx, hy, hz) = arm.fifth
     best, distance = None, math.inf
     moved7 = (last - seed[6]) ** 2
     s4_seed, low4, high4 = seed[3], lower[3], upper[3]
-    for t4 in _sinusoid_roots(-a, -b, c - squared):
+    for t4 in (phase + spread, phase - spread) if spread else (phase,):
         f4 = s4_seed + math.remainder(t4 - s4_seed, _TWO_PI)
         if not low4 <= f4 <= high4:
             f4 = _within(t4, s4_seed, low4, high4)
@@ -273,8 +285,7 @@ def _angles_turned(arm: OffsetElbow, target: tuple[Vector, ...], last: float, c7
                 continue
         c4, s4 = math.cos(t4), math.sin(t4)
         # S-W and a5 with the shoulder at zero, and their frame.
-        vx, vy, vz = ex + px + c4 * qx + s4 * rx, ey + py + c4 * qy + s4 * ry, \
-            ez + pz + c4 * qz + s4 * rz
+        vx, vy, vz = ex + c4 * qx + s4 * rx, ey + c4 * qy + s4 * ry, ez + c4 * qz + s4 * rz
         scale = 1.0 / math.sqrt(vx * vx + vy * vy + vz * vz)
         vx, vy, vz = vx * scale, vy * scale, vz * scale
         fifth = (fx + c4 * gx + s4 * hx, fy + c4 * gy + s4 * hy, fz + c4 * gz + s4 * hz)
