@@ -80,23 +80,22 @@ class Planes:
         self._rates.append(self._joint_reach[body] + self._joint_reach[other])
         self._stack = None
 
-    def raise_bounds(self, lows: np.ndarray, deltas: np.ndarray, curvature: list[float]
-                     ) -> None:
+    def raise_bounds(self, lows: np.ndarray, motions: list[list[float]]) -> None:
         """
         Raise each plane's pair in lows (every pair's bound) to its plane's where higher.
 
-        The planes' bounds hold over joint motions deltas (k, dof) with |dq| <= a spread;
-        curvature: per joint |dq_i| (3 W_i + |dq_i|) at that spread (the second order).
+        motions: per end of the motion its joint motion since the check, then per joint
+        |dq_i| (3 W_i + |dq_i|) at the motion's spread (the second order), then 1: the
+        planes' sums, their second order and their sides in one product.
         """
-        if self._stack is None:     # the second order's half in the rates
-            self._stack = (np.array([side for side, _ in self._sums])[:, None],
-                           np.array([speeds for _, speeds in self._sums]),
-                           0.5 * np.array(self._rates), np.array(self.pairs))
-        sides, speeds, rates, index = self._stack
-        ends = speeds @ deltas.T
-        ends += sides
+        if self._stack is None:     # per sum: its dq speeds, its plane's curvature, side
+            rates = -0.5 * np.repeat(np.array(self._rates), SUMS, axis=0)
+            self._stack = (np.hstack((np.array([speeds for _, speeds in self._sums]), rates,
+                                      np.array([[side] for side, _ in self._sums]))),
+                           np.array(self.pairs))
+        stack, index = self._stack
+        ends = stack.dot(np.array(motions).T)
         bounds = np.minimum.reduce(ends.reshape(len(index), -1), axis=1)
-        bounds -= rates @ curvature
         lows[index] = np.maximum(lows[index], bounds)
 
 
@@ -224,8 +223,8 @@ class StreamBounds:
         measurement); elsewhere up to the margin.
         """
         # Six numbers a joint: plain floats cost less than numpy's per-call overhead.
-        spread = [max(abs(s - a), abs(e - a))
-                  for s, e, a in zip(start.tolist(), end.tolist(), anchor.q.tolist())]
+        starts, ends, anchored = start.tolist(), end.tolist(), anchor.q.tolist()
+        spread = [max(abs(s - a), abs(e - a)) for s, e, a in zip(starts, ends, anchored)]
         if anchor.slack is None:    # each row's fall less its bound in one product
             anchor.slack = self._slack.copy()
             np.negative(anchor.rows, out=anchor.slack[:, -1])
@@ -235,15 +234,15 @@ class StreamBounds:
         level = max(kept, margin) if anchor.sharpened else margin
         if least >= level:
             return least
-        spread = np.array(spread)
-        deltas = np.array((start, end)) - anchor.q
         lows = anchor.pairs - (self.rows @ spread).take(self.row_of_pair)
         if anchor.planes is None:
             anchor.planes = Planes(self.joint_reach)
         planes = anchor.planes
-        curvature = self.curvature(spread.tolist())
+        curvature = self.curvature(spread) + [1.0]
+        motions = [[u - a for u, a in zip(point, anchored)] + curvature
+                   for point in (starts, ends)]
         if planes.pairs:
-            planes.raise_bounds(lows, deltas, curvature)
+            planes.raise_bounds(lows, motions)
         # A plane for the least pair while it is below the level: only the pairs that
         # set the bound pay for one, nearest first.
         pair = int(lows.argmin())
@@ -253,7 +252,7 @@ class StreamBounds:
             planes.add(pair, plane)
             if plane is None:
                 break
-            planes.raise_bounds(lows, deltas, curvature)
+            planes.raise_bounds(lows, motions)
             pair = int(lows.argmin())
         return float(lows[pair])
 
