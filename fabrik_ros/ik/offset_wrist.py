@@ -32,9 +32,10 @@ from fabrik_ros.chain import Chain
 import numpy as np
 
 from .rotations import _product, _turn
-from .subproblems import _cross, _dot, _sinusoid_roots, _spun, _within, Spin, spin
-from .wrist import (_CENTRE_OFF, _meeting, _PARALLEL, _wrist_pairs, _wrist_third,
-                    serial_revolute, spherical_wrist, SphericalWrist)
+from .subproblems import (_carry_across, _cross, _dot, _sinusoid_roots, _spun, _within, Spin,
+                          spin)
+from .wrist import (_CENTRE_OFF, _meeting, _PARALLEL, serial_revolute, spherical_wrist,
+                    SphericalWrist)
 
 # offset_wrist_branches' last pose: [(arm, position, rotation, branches)], [None] at first.
 _LAST_POSE: list[tuple | None] = [None]
@@ -223,13 +224,44 @@ def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
     gy = b3 * wx + b4 * wy + b5 * wz + sy
     gz = b6 * wx + b7 * wy + b8 * wz + sz
     reach, wrist = arm.reach, arm.wrist
-    pairs, carried = _wrist_pairs(wrist, _product(back, relative))
+    # _wrist_pairs and _wrist_third, written out (the cold pose's hot loop): the turn's
+    # third axis split about the parallel axes, its across-direction's spin about them.
+    m0, m1, m2, m3, m4, m5, m6, m7, m8 = _product(back, relative)
+    (nx, ny, nz), (ex, ey, ez), (x, y, z) = wrist.pair.first, wrist.pair.second, wrist.third
+    qx, qy, qz = m0 * x + m1 * y + m2 * z, m3 * x + m4 * y + m5 * z, m6 * x + m7 * y + m8 * z
+    along = nx * qx + ny * qy + nz * qz
+    pairs = _carry_across(wrist.pair, wrist.third_split,
+                          (along, (qx - along * nx, qy - along * ny, qz - along * nz)))
+    x, y, z = wrist.across
+    vx, vy, vz = m0 * x + m1 * y + m2 * z, m3 * x + m4 * y + m5 * z, m6 * x + m7 * y + m8 * z
+    v_along = nx * vx + ny * vy + nz * vz
+    cx, cy, cz = ny * vz - nz * vy, nz * vx - nx * vz, nx * vy - ny * vx
+    (fax, fay, faz), (fx, fy, fz), f_along, (fcx, fcy, fcz) = arm.fifth
+    (tx, ty, tz), (ux, uy, uz) = wrist.third, wrist.across_third
     for t234, t5 in pairs:
+        c, s = math.cos(t234), math.sin(t234)
         # The fourth axis meets the fifth where the fifth, turned, leads back from the
         # corner; the shoulder and elbow bring it there (see _planar_pair).
-        fx, fy, fz = _spun(arm.fifth, t234)
-        branches.append((t1, t234, t5, _wrist_third(wrist, carried, t234, t5),
-                         (gx - reach * fx, gy - reach * fy, gz - reach * fz)))
+        turned = f_along * (1.0 - c)
+        goal = (gx - reach * (fx * c + fcx * s + fax * turned),
+                gy - reach * (fy * c + fcy * s + fay * turned),
+                gz - reach * (fz * c + fcz * s + faz * turned))
+        # The sixth angle: the carried direction turned back by t234 (sin(-t234) = -s
+        # exactly) about the parallel axes, by t5 about the fifth, then onto the sixth's.
+        s = -s
+        turned = v_along * (1.0 - c)
+        x, y, z = vx * c + cx * s + nx * turned, vy * c + cy * s + ny * turned, \
+            vz * c + cz * s + nz * turned
+        c, s = math.cos(-t5), math.sin(-t5)
+        turned = (ex * x + ey * y + ez * z) * (1.0 - c)
+        x, y, z = (x * c + (ey * z - ez * y) * s + ex * turned,
+                   y * c + (ez * x - ex * z) * s + ey * turned,
+                   z * c + (ex * y - ey * x) * s + ez * turned)
+        along = tx * x + ty * y + tz * z
+        x, y, z = x - along * tx, y - along * ty, z - along * tz
+        branches.append((t1, t234, t5,
+                         math.atan2(tx * (uy * z - uz * y) + ty * (uz * x - ux * z)
+                                    + tz * (ux * y - uy * x), ux * x + uy * y + uz * z), goal))
 
 
 def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, float]]:
