@@ -32,7 +32,7 @@ from fabrik_ros.chain import Chain
 import numpy as np
 
 from .rotations import _product, _turn
-from .subproblems import (_carry_across, _cross, _dot, _sinusoid_roots, _spun, _within, Spin,
+from .subproblems import (_carry_across, _cross, _dot, _sinusoid_roots, _TWO_PI, _within, Spin,
                           spin)
 from .wrist import (_CENTRE_OFF, _meeting, _PARALLEL, serial_revolute, spherical_wrist,
                     SphericalWrist)
@@ -179,12 +179,20 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     # The wrist's branches nearest the seed first (their first, fifth and sixth angles):
     # the shoulder's and elbow's part of the distance only adds to theirs.
     s1, s5, s6 = seed[0], seed[4], seed[5]
+    l1, l5, l6, u1, u5, u6 = lower[0], lower[4], lower[5], upper[0], upper[4], upper[5]
     nearest = []
     first = f1 = None     # the branches come in pairs of one t1: it is fitted once a pair
     for t1, t234, t5, t6, goal in branches:
+        # _within's common case (the nearest turn inside the limits) written out, first.
         if t1 is not first:
-            first, f1 = t1, _within(t1, s1, lower[0], upper[0])
-        f5, f6 = _within(t5, s5, lower[4], upper[4]), _within(t6, s6, lower[5], upper[5])
+            first, f1 = t1, s1 + math.remainder(t1 - s1, _TWO_PI)
+            if not l1 <= f1 <= u1:
+                f1 = _within(t1, s1, l1, u1)
+        f5, f6 = s5 + math.remainder(t5 - s5, _TWO_PI), s6 + math.remainder(t6 - s6, _TWO_PI)
+        if not l5 <= f5 <= u5:
+            f5 = _within(t5, s5, l5, u5)
+        if not l6 <= f6 <= u6:
+            f6 = _within(t6, s6, l6, u6)
         if f1 is not None and f5 is not None and f6 is not None:
             nearest.append(((f1 - s1) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2, f1, t234, f5, f6,
                             goal))
@@ -290,18 +298,26 @@ def _planar_nearest(arm: OffsetWrist, goal: Sequence[float], t234: float,
     roots, across = _planar_roots(arm, goal)
     best, distance = None, bound
     for t3 in roots:
-        f3 = _within(t3, s3, l3, u3)
+        # _within's common case written out first, as in offset_wrist_angles.
+        f3 = s3 + math.remainder(t3 - s3, _TWO_PI)
+        if not l3 <= f3 <= u3:
+            f3 = _within(t3, s3, l3, u3)
         if f3 is None or (f3 - s3) * (f3 - s3) >= distance:
             continue
         t2 = _planar_second(arm, t3, across)
-        f2 = _within(t2, s2, l2, u2)
+        f2 = s2 + math.remainder(t2 - s2, _TWO_PI)
+        if not l2 <= f2 <= u2:
+            f2 = _within(t2, s2, l2, u2)
         if f2 is None:
             continue
         moved = (f2 - s2) * (f2 - s2)
         if moved >= distance:
             continue
         moved += (f3 - s3) * (f3 - s3)
-        f4 = _within(k4 * (t234 - t2 - k3 * t3), s4, l4, u4)
+        t4 = k4 * (t234 - t2 - k3 * t3)
+        f4 = s4 + math.remainder(t4 - s4, _TWO_PI)
+        if not l4 <= f4 <= u4:
+            f4 = _within(t4, s4, l4, u4)
         if moved >= distance or f4 is None:
             continue
         moved += (f4 - s4) * (f4 - s4)
@@ -325,8 +341,12 @@ def _planar_roots(arm: OffsetWrist, goal: Sequence[float]
 def _planar_second(arm: OffsetWrist, t3: float, across: tuple[float, float, float]) -> float:
     """Return _planar_pair's second angle for its third, t3 (across: from _planar_roots)."""
     (px, py, pz), (nx, ny, nz), (vx, vy, vz) = arm.offset, arm.parallel, across
-    rx, ry, rz = _spun(arm.lever_spin, t3)
-    rx, ry, rz = px + rx, py + ry, pz + rz
+    # The lever turned by t3 about the third axis (_spun, written out), from the second.
+    (ax, ay, az), (x, y, z), along, (cx, cy, cz) = arm.lever_spin
+    c, s = math.cos(t3), math.sin(t3)
+    along *= 1.0 - c
+    rx, ry, rz = (px + (x * c + cx * s + ax * along), py + (y * c + cy * s + ay * along),
+                  pz + (z * c + cz * s + az * along))
     along = nx * rx + ny * ry + nz * rz
     ux, uy, uz = rx - along * nx, ry - along * ny, rz - along * nz
     return math.atan2(nx * (uy * vz - uz * vy) + ny * (uz * vx - ux * vz)
