@@ -158,10 +158,8 @@ def _branches(arm: OffsetWrist, position: tuple[float, ...], rotation: tuple[flo
     b = -((ay * wz - az * wy) * nx + (az * wx - ax * wz) * ny + (ax * wy - ay * wx) * nz)
     # The rest of the orientation: the parallel joints' sum, the fifth, the sixth (a wrist).
     relative = _turn(r, arm.zero)
-    branches: list[tuple[float, ...]] = []
-    for t1 in _sinusoid_roots(a, b, along + plane):
-        _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
-    return tuple(branches)
+    return tuple(_offset_branches(arm, _sinusoid_roots(a, b, along + plane), (wx, wy, wz),
+                                  relative))
 
 
 def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: Sequence[float],
@@ -208,68 +206,72 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     return best
 
 
-def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
-                     relative: Sequence[float], branches: list[tuple]) -> None:
+def _offset_branches(arm: OffsetWrist, roots: Sequence[float], w: Sequence[float],
+                     relative: Sequence[float]) -> list[tuple]:
     """
-    Append the wrist's branches with the first joint at t1 (up to two): t1, t234, t5, t6.
+    Return the wrist's branches with the first joint at each root t1: t1, t234, t5, t6.
 
-    And the goal of the shoulder and elbow (see _planar_pair). w: the corner (where the
-    last two axes meet) from the first axis's point; relative: the target rotation times
-    the tool's at zero, transposed.
+    Up to two per root, each with the goal of the shoulder and elbow (see _planar_pair).
+    w: the corner (where the last two axes meet) from the first axis's point; relative:
+    the target rotation times the tool's at zero, transposed.
     """
     (ax, ay, az), _ = arm.first
-    c, s = math.cos(t1), math.sin(t1)
-    v = 1.0 - c
-    # R(a1, -t1), the first joint's turn undone: Rodrigues, row-major.
-    back = (c + ax * ax * v, ay * ax * v + az * s, az * ax * v - ay * s,
-            ax * ay * v - az * s, c + ay * ay * v, az * ay * v + ax * s,
-            ax * az * v + ay * s, ay * az * v - ax * s, c + az * az * v)
-    b0, b1, b2, b3, b4, b5, b6, b7, b8 = back
-    # The corner turned back about the first axis, from the second axis's point.
     wx, wy, wz = w
     sx, sy, sz = arm.shift
-    gx = b0 * wx + b1 * wy + b2 * wz + sx
-    gy = b3 * wx + b4 * wy + b5 * wz + sy
-    gz = b6 * wx + b7 * wy + b8 * wz + sz
     reach, wrist = arm.reach, arm.wrist
-    # _wrist_pairs and _wrist_third, written out (the cold pose's hot loop): the turn's
-    # third axis split about the parallel axes, its across-direction's spin about them.
-    m0, m1, m2, m3, m4, m5, m6, m7, m8 = _product(back, relative)
-    (nx, ny, nz), (ex, ey, ez), (x, y, z) = wrist.pair.first, wrist.pair.second, wrist.third
-    qx, qy, qz = m0 * x + m1 * y + m2 * z, m3 * x + m4 * y + m5 * z, m6 * x + m7 * y + m8 * z
-    along = nx * qx + ny * qy + nz * qz
-    pairs = _carry_across(wrist.pair, wrist.third_split,
-                          (along, (qx - along * nx, qy - along * ny, qz - along * nz)))
-    x, y, z = wrist.across
-    vx, vy, vz = m0 * x + m1 * y + m2 * z, m3 * x + m4 * y + m5 * z, m6 * x + m7 * y + m8 * z
-    v_along = nx * vx + ny * vy + nz * vz
-    cx, cy, cz = ny * vz - nz * vy, nz * vx - nx * vz, nx * vy - ny * vx
+    pair, (nx, ny, nz), (ex, ey, ez) = wrist.pair, wrist.pair.first, wrist.pair.second
+    (tx, ty, tz), (px, py, pz), (ux, uy, uz) = wrist.third, wrist.across, wrist.across_third
     (fax, fay, faz), (fx, fy, fz), f_along, (fcx, fcy, fcz) = arm.fifth
-    (tx, ty, tz), (ux, uy, uz) = wrist.third, wrist.across_third
-    for t234, t5 in pairs:
-        c, s = math.cos(t234), math.sin(t234)
-        # The fourth axis meets the fifth where the fifth, turned, leads back from the
-        # corner; the shoulder and elbow bring it there (see _planar_pair).
-        turned = f_along * (1.0 - c)
-        goal = (gx - reach * (fx * c + fcx * s + fax * turned),
-                gy - reach * (fy * c + fcy * s + fay * turned),
-                gz - reach * (fz * c + fcz * s + faz * turned))
-        # The sixth angle: the carried direction turned back by t234 (sin(-t234) = -s
-        # exactly) about the parallel axes, by t5 about the fifth, then onto the sixth's.
-        s = -s
-        turned = v_along * (1.0 - c)
-        x, y, z = vx * c + cx * s + nx * turned, vy * c + cy * s + ny * turned, \
-            vz * c + cz * s + nz * turned
-        c, s = math.cos(-t5), math.sin(-t5)
-        turned = (ex * x + ey * y + ez * z) * (1.0 - c)
-        x, y, z = (x * c + (ey * z - ez * y) * s + ex * turned,
-                   y * c + (ez * x - ex * z) * s + ey * turned,
-                   z * c + (ex * y - ey * x) * s + ez * turned)
-        along = tx * x + ty * y + tz * z
-        x, y, z = x - along * tx, y - along * ty, z - along * tz
-        branches.append((t1, t234, t5,
-                         math.atan2(tx * (uy * z - uz * y) + ty * (uz * x - ux * z)
-                                    + tz * (ux * y - uy * x), ux * x + uy * y + uz * z), goal))
+    branches = []
+    for t1 in roots:
+        c, s = math.cos(t1), math.sin(t1)
+        v = 1.0 - c
+        # R(a1, -t1), the first joint's turn undone: Rodrigues, row-major.
+        back = (c + ax * ax * v, ay * ax * v + az * s, az * ax * v - ay * s,
+                ax * ay * v - az * s, c + ay * ay * v, az * ay * v + ax * s,
+                ax * az * v + ay * s, ay * az * v - ax * s, c + az * az * v)
+        b0, b1, b2, b3, b4, b5, b6, b7, b8 = back
+        # The corner turned back about the first axis, from the second axis's point.
+        gx = b0 * wx + b1 * wy + b2 * wz + sx
+        gy = b3 * wx + b4 * wy + b5 * wz + sy
+        gz = b6 * wx + b7 * wy + b8 * wz + sz
+        # _wrist_pairs and _wrist_third, written out (the cold pose's hot loop): the
+        # turn's third axis split about the parallel axes, its across-direction's spin.
+        m0, m1, m2, m3, m4, m5, m6, m7, m8 = _product(back, relative)
+        qx, qy, qz = (m0 * tx + m1 * ty + m2 * tz, m3 * tx + m4 * ty + m5 * tz,
+                      m6 * tx + m7 * ty + m8 * tz)
+        along = nx * qx + ny * qy + nz * qz
+        pairs = _carry_across(pair, wrist.third_split,
+                              (along, (qx - along * nx, qy - along * ny, qz - along * nz)))
+        vx, vy, vz = (m0 * px + m1 * py + m2 * pz, m3 * px + m4 * py + m5 * pz,
+                      m6 * px + m7 * py + m8 * pz)
+        v_along = nx * vx + ny * vy + nz * vz
+        cx, cy, cz = ny * vz - nz * vy, nz * vx - nx * vz, nx * vy - ny * vx
+        for t234, t5 in pairs:
+            c, s = math.cos(t234), math.sin(t234)
+            # The fourth axis meets the fifth where the fifth, turned, leads back from the
+            # corner; the shoulder and elbow bring it there (see _planar_pair).
+            turned = f_along * (1.0 - c)
+            goal = (gx - reach * (fx * c + fcx * s + fax * turned),
+                    gy - reach * (fy * c + fcy * s + fay * turned),
+                    gz - reach * (fz * c + fcz * s + faz * turned))
+            # The sixth angle: the carried direction turned back by t234 (sin(-t234) = -s
+            # exactly) about the parallel axes, by t5 about the fifth, then onto the sixth's.
+            s = -s
+            turned = v_along * (1.0 - c)
+            x, y, z = vx * c + cx * s + nx * turned, vy * c + cy * s + ny * turned, \
+                vz * c + cz * s + nz * turned
+            c, s = math.cos(-t5), math.sin(-t5)
+            turned = (ex * x + ey * y + ez * z) * (1.0 - c)
+            x, y, z = (x * c + (ey * z - ez * y) * s + ex * turned,
+                       y * c + (ez * x - ex * z) * s + ey * turned,
+                       z * c + (ex * y - ey * x) * s + ez * turned)
+            along = tx * x + ty * y + tz * z
+            x, y, z = x - along * tx, y - along * ty, z - along * tz
+            branches.append((t1, t234, t5,
+                             math.atan2(tx * (uy * z - uz * y) + ty * (uz * x - ux * z)
+                                        + tz * (ux * y - uy * x), ux * x + uy * y + uz * z), goal))
+    return branches
 
 
 def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, float]]:
