@@ -470,15 +470,11 @@ def _frame_turn(frame: Sequence[float], p: Vector, q: Vector) -> tuple[float, ..
     frame: u and v's (see _frame). The sum of the outer products of the frames (u, n,
     u x n) and (p, m, p x m), m the normalised p x q.
     """
-    u0, u1, u2, n0, n1, n2, k0, k1, k2 = frame
-    p0, p1, p2 = p
-    m0, m1, m2 = p1 * q[2] - p2 * q[1], p2 * q[0] - p0 * q[2], p0 * q[1] - p1 * q[0]
-    sm = m0 * m0 + m1 * m1 + m2 * m2
-    if sm < _NARROW:
+    onto = _frame(p, q)
+    if onto is None:
         return None
-    sm = 1.0 / math.sqrt(sm)
-    m0, m1, m2 = m0 * sm, m1 * sm, m2 * sm
-    j0, j1, j2 = p1 * m2 - p2 * m1, p2 * m0 - p0 * m2, p0 * m1 - p1 * m0
+    u0, u1, u2, n0, n1, n2, k0, k1, k2 = frame
+    p0, p1, p2, m0, m1, m2, j0, j1, j2 = onto
     return (p0 * u0 + m0 * n0 + j0 * k0, p0 * u1 + m0 * n1 + j0 * k1,
             p0 * u2 + m0 * n2 + j0 * k2, p1 * u0 + m1 * n0 + j1 * k0,
             p1 * u1 + m1 * n1 + j1 * k1, p1 * u2 + m1 * n2 + j1 * k2,
