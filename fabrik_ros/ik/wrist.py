@@ -182,13 +182,15 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
     Return nearest_wrist_angles' answer for the turn (R(a1, t1) ... R(ak, tk))^T T.
 
     The turn given by what T makes of the wrist's third axis and of its direction across
-    it (`third`, `across`), each turned back by the joints as turned_back_vector turns it:
-    the direction across only where a branch's first two angles fit nearer than bound.
+    it (`third`, `across`), each turned back by the joints as turned_back_vector turns it
+    (the direction across is used only where a branch's first two angles fit nearer than
+    bound).
     """
     best, distance = None, bound
     (s1, s2, s3), (l1, l2, l3), (u1, u2, u3) = seed, lower, upper
     pair, carried = wrist.pair, None
-    (x, y, z), turns = _back_turned(axes, angles, third)
+    # Both directions in one pass: nearly every call's branches need the one across too.
+    (x, y, z), turned_across = _both_turned_back(axes, angles, third, across)
     ax, ay, az = pair.first
     along = ax * x + ay * y + az * z    # (_across(a1, the third axis turned back), inline)
     for t1, t2 in _carry_across(pair, wrist.third_split,
@@ -206,7 +208,7 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
         if moved >= distance:
             continue
         if carried is None:
-            carried = spin(pair.first, _turned_back(turns, across))
+            carried = spin(pair.first, turned_across)
         t3 = _wrist_third(wrist, carried, t1, t2)
         f3 = s3 + math.remainder(t3 - s3, _TWO_PI)
         if not l3 <= f3 <= u3:
@@ -393,41 +395,26 @@ def turned_back_vector(axes: Sequence[tuple[float, float, float]], angles: Seque
     axes: unit axes at q = 0, base frame (a product of exponentials: the turns of joints in
     a row compose in this order whatever the joints' offsets).
     """
-    return _back_turned(axes, angles, v)[0]
+    return _both_turned_back(axes, angles, v, v)[0]
 
 
-def _back_turned(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
-                 v: Sequence[float]
-                 ) -> tuple[tuple[float, float, float], list[tuple[float, float, float, float,
-                                                                   float]]]:
-    """
-    Return turned_back_vector's v, and the turns that made it, for more vectors (_turned_back).
-
-    Per joint a turn is its axis and the cosine and sine of -angle. The first vector is
-    turned while they are made: one loop (a cold pose's wrist turns back one to two vectors).
-    """
-    x, y, z = v
-    turns = []
+def _both_turned_back(axes: Sequence[tuple[float, float, float]], angles: Sequence[float],
+                      u: Sequence[float], v: Sequence[float]
+                      ) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Return turned_back_vector of u and of v, both turned in one loop over the joints."""
+    x, y, z = u
+    vx, vy, vz = v
     for (ax, ay, az), angle in zip(axes, angles):
-        c, s = math.cos(-angle), math.sin(-angle)
-        turns.append((ax, ay, az, c, s))
+        c, s = math.cos(angle), -math.sin(angle)    # (of -angle: cosine even, sine odd)
         along = (ax * x + ay * y + az * z) * (1.0 - c)     # (Rodrigues, as _turned)
         x, y, z = (x * c + (ay * z - az * y) * s + ax * along,
                    y * c + (az * x - ax * z) * s + ay * along,
                    z * c + (ax * y - ay * x) * s + az * along)
-    return (x, y, z), turns
-
-
-def _turned_back(turns: Sequence[tuple[float, float, float, float, float]],
-                 v: Sequence[float]) -> tuple[float, float, float]:
-    """Return v turned by each of _back_turned's turns in order (Rodrigues, as _turned)."""
-    x, y, z = v
-    for ax, ay, az, c, s in turns:
-        along = (ax * x + ay * y + az * z) * (1.0 - c)
-        x, y, z = (x * c + (ay * z - az * y) * s + ax * along,
-                   y * c + (az * x - ax * z) * s + ay * along,
-                   z * c + (ax * y - ay * x) * s + az * along)
-    return x, y, z
+        along = (ax * vx + ay * vy + az * vz) * (1.0 - c)
+        vx, vy, vz = (vx * c + (ay * vz - az * vy) * s + ax * along,
+                      vy * c + (az * vx - ax * vz) * s + ay * along,
+                      vz * c + (ax * vy - ay * vx) * s + az * along)
+    return (x, y, z), (vx, vy, vz)
 
 
 def serial_revolute(chain: Chain, count: int) -> bool:
