@@ -54,7 +54,8 @@ class Planes:
     Each plane's bound is the least over the other's ends of n.f (plus its side) and over
     the body's ends of -(n.e + radius), each linear in the joint motion since the check:
     kept as the least of SUMS sums of one of each (a side and its dq speeds; a plane with
-    fewer repeats them), so that one product, one add and one least bound every plane.
+    fewer repeats them), each with its plane's second order, so that one product and one
+    least bound every plane.
     """
 
     def __init__(self, joint_reach: np.ndarray) -> None:
