@@ -32,10 +32,9 @@ from fabrik_ros.chain import Chain
 import numpy as np
 
 from .rotations import _product, _turn
-from .subproblems import (_carry_across, _cross, _dot, _sinusoid_roots, _TWO_PI, _within, Spin,
-                          spin)
-from .wrist import (_CENTRE_OFF, _meeting, _PARALLEL, serial_revolute, spherical_wrist,
-                    SphericalWrist)
+from .subproblems import _cross, _dot, _sinusoid_roots, _spun, _within, Spin, spin
+from .wrist import (_CENTRE_OFF, _meeting, _PARALLEL, _wrist_pairs, _wrist_third,
+                    serial_revolute, spherical_wrist, SphericalWrist)
 
 # offset_wrist_branches' last pose: [(arm, position, rotation, branches)], [None] at first.
 _LAST_POSE: list[tuple | None] = [None]
@@ -158,8 +157,10 @@ def _branches(arm: OffsetWrist, position: tuple[float, ...], rotation: tuple[flo
     b = -((ay * wz - az * wy) * nx + (az * wx - ax * wz) * ny + (ax * wy - ay * wx) * nz)
     # The rest of the orientation: the parallel joints' sum, the fifth, the sixth (a wrist).
     relative = _turn(r, arm.zero)
-    return tuple(_offset_branches(arm, _sinusoid_roots(a, b, along + plane), (wx, wy, wz),
-                                  relative))
+    branches: list[tuple[float, ...]] = []
+    for t1 in _sinusoid_roots(a, b, along + plane):
+        _offset_branches(arm, t1, (wx, wy, wz), relative, branches)
+    return tuple(branches)
 
 
 def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: Sequence[float],
@@ -177,20 +178,12 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     # The wrist's branches nearest the seed first (their first, fifth and sixth angles):
     # the shoulder's and elbow's part of the distance only adds to theirs.
     s1, s5, s6 = seed[0], seed[4], seed[5]
-    l1, l5, l6, u1, u5, u6 = lower[0], lower[4], lower[5], upper[0], upper[4], upper[5]
     nearest = []
     first = f1 = None     # the branches come in pairs of one t1: it is fitted once a pair
     for t1, t234, t5, t6, goal in branches:
-        # _within's common case (the nearest turn inside the limits) written out, first.
         if t1 is not first:
-            first, f1 = t1, s1 + math.remainder(t1 - s1, _TWO_PI)
-            if not l1 <= f1 <= u1:
-                f1 = _within(t1, s1, l1, u1)
-        f5, f6 = s5 + math.remainder(t5 - s5, _TWO_PI), s6 + math.remainder(t6 - s6, _TWO_PI)
-        if not l5 <= f5 <= u5:
-            f5 = _within(t5, s5, l5, u5)
-        if not l6 <= f6 <= u6:
-            f6 = _within(t6, s6, l6, u6)
+            first, f1 = t1, _within(t1, s1, lower[0], upper[0])
+        f5, f6 = _within(t5, s5, lower[4], upper[4]), _within(t6, s6, lower[5], upper[5])
         if f1 is not None and f5 is not None and f6 is not None:
             nearest.append(((f1 - s1) ** 2 + (f5 - s5) ** 2 + (f6 - s6) ** 2, f1, t234, f5, f6,
                             goal))
@@ -206,72 +199,37 @@ def offset_wrist_angles(arm: OffsetWrist, position: Sequence[float], rotation: S
     return best
 
 
-def _offset_branches(arm: OffsetWrist, roots: Sequence[float], w: Sequence[float],
-                     relative: Sequence[float]) -> list[tuple]:
+def _offset_branches(arm: OffsetWrist, t1: float, w: Sequence[float],
+                     relative: Sequence[float], branches: list[tuple]) -> None:
     """
-    Return the wrist's branches with the first joint at each root t1: t1, t234, t5, t6.
+    Append the wrist's branches with the first joint at t1 (up to two): t1, t234, t5, t6.
 
-    Up to two per root, each with the goal of the shoulder and elbow (see _planar_pair).
-    w: the corner (where the last two axes meet) from the first axis's point; relative:
-    the target rotation times the tool's at zero, transposed.
+    And the goal of the shoulder and elbow (see _planar_pair). w: the corner (where the
+    last two axes meet) from the first axis's point; relative: the target rotation times
+    the tool's at zero, transposed.
     """
     (ax, ay, az), _ = arm.first
+    c, s = math.cos(t1), math.sin(t1)
+    v = 1.0 - c
+    # R(a1, -t1), the first joint's turn undone: Rodrigues, row-major.
+    back = (c + ax * ax * v, ay * ax * v + az * s, az * ax * v - ay * s,
+            ax * ay * v - az * s, c + ay * ay * v, az * ay * v + ax * s,
+            ax * az * v + ay * s, ay * az * v - ax * s, c + az * az * v)
+    b0, b1, b2, b3, b4, b5, b6, b7, b8 = back
+    # The corner turned back about the first axis, from the second axis's point.
     wx, wy, wz = w
     sx, sy, sz = arm.shift
+    gx = b0 * wx + b1 * wy + b2 * wz + sx
+    gy = b3 * wx + b4 * wy + b5 * wz + sy
+    gz = b6 * wx + b7 * wy + b8 * wz + sz
     reach, wrist = arm.reach, arm.wrist
-    pair, (nx, ny, nz), (ex, ey, ez) = wrist.pair, wrist.pair.first, wrist.pair.second
-    (tx, ty, tz), (px, py, pz), (ux, uy, uz) = wrist.third, wrist.across, wrist.across_third
-    (fax, fay, faz), (fx, fy, fz), f_along, (fcx, fcy, fcz) = arm.fifth
-    branches = []
-    for t1 in roots:
-        c, s = math.cos(t1), math.sin(t1)
-        v = 1.0 - c
-        # R(a1, -t1), the first joint's turn undone: Rodrigues, row-major.
-        back = (c + ax * ax * v, ay * ax * v + az * s, az * ax * v - ay * s,
-                ax * ay * v - az * s, c + ay * ay * v, az * ay * v + ax * s,
-                ax * az * v + ay * s, ay * az * v - ax * s, c + az * az * v)
-        b0, b1, b2, b3, b4, b5, b6, b7, b8 = back
-        # The corner turned back about the first axis, from the second axis's point.
-        gx = b0 * wx + b1 * wy + b2 * wz + sx
-        gy = b3 * wx + b4 * wy + b5 * wz + sy
-        gz = b6 * wx + b7 * wy + b8 * wz + sz
-        # _wrist_pairs and _wrist_third, written out (the cold pose's hot loop): the
-        # turn's third axis split about the parallel axes, its across-direction's spin.
-        m0, m1, m2, m3, m4, m5, m6, m7, m8 = _product(back, relative)
-        qx, qy, qz = (m0 * tx + m1 * ty + m2 * tz, m3 * tx + m4 * ty + m5 * tz,
-                      m6 * tx + m7 * ty + m8 * tz)
-        along = nx * qx + ny * qy + nz * qz
-        pairs = _carry_across(pair, wrist.third_split,
-                              (along, (qx - along * nx, qy - along * ny, qz - along * nz)))
-        vx, vy, vz = (m0 * px + m1 * py + m2 * pz, m3 * px + m4 * py + m5 * pz,
-                      m6 * px + m7 * py + m8 * pz)
-        v_along = nx * vx + ny * vy + nz * vz
-        cx, cy, cz = ny * vz - nz * vy, nz * vx - nx * vz, nx * vy - ny * vx
-        for t234, t5 in pairs:
-            c, s = math.cos(t234), math.sin(t234)
-            # The fourth axis meets the fifth where the fifth, turned, leads back from the
-            # corner; the shoulder and elbow bring it there (see _planar_pair).
-            turned = f_along * (1.0 - c)
-            goal = (gx - reach * (fx * c + fcx * s + fax * turned),
-                    gy - reach * (fy * c + fcy * s + fay * turned),
-                    gz - reach * (fz * c + fcz * s + faz * turned))
-            # The sixth angle: the carried direction turned back by t234 (sin(-t234) = -s
-            # exactly) about the parallel axes, by t5 about the fifth, then onto the sixth's.
-            s = -s
-            turned = v_along * (1.0 - c)
-            x, y, z = vx * c + cx * s + nx * turned, vy * c + cy * s + ny * turned, \
-                vz * c + cz * s + nz * turned
-            c, s = math.cos(-t5), math.sin(-t5)
-            turned = (ex * x + ey * y + ez * z) * (1.0 - c)
-            x, y, z = (x * c + (ey * z - ez * y) * s + ex * turned,
-                       y * c + (ez * x - ex * z) * s + ey * turned,
-                       z * c + (ex * y - ey * x) * s + ez * turned)
-            along = tx * x + ty * y + tz * z
-            x, y, z = x - along * tx, y - along * ty, z - along * tz
-            branches.append((t1, t234, t5,
-                             math.atan2(tx * (uy * z - uz * y) + ty * (uz * x - ux * z)
-                                        + tz * (ux * y - uy * x), ux * x + uy * y + uz * z), goal))
-    return branches
+    pairs, carried = _wrist_pairs(wrist, _product(back, relative))
+    for t234, t5 in pairs:
+        # The fourth axis meets the fifth where the fifth, turned, leads back from the
+        # corner; the shoulder and elbow bring it there (see _planar_pair).
+        fx, fy, fz = _spun(arm.fifth, t234)
+        branches.append((t1, t234, t5, _wrist_third(wrist, carried, t234, t5),
+                         (gx - reach * fx, gy - reach * fy, gz - reach * fz)))
 
 
 def _planar_pair(arm: OffsetWrist, goal: Sequence[float]) -> list[tuple[float, float]]:
@@ -300,26 +258,18 @@ def _planar_nearest(arm: OffsetWrist, goal: Sequence[float], t234: float,
     roots, across = _planar_roots(arm, goal)
     best, distance = None, bound
     for t3 in roots:
-        # _within's common case written out first, as in offset_wrist_angles.
-        f3 = s3 + math.remainder(t3 - s3, _TWO_PI)
-        if not l3 <= f3 <= u3:
-            f3 = _within(t3, s3, l3, u3)
+        f3 = _within(t3, s3, l3, u3)
         if f3 is None or (f3 - s3) * (f3 - s3) >= distance:
             continue
         t2 = _planar_second(arm, t3, across)
-        f2 = s2 + math.remainder(t2 - s2, _TWO_PI)
-        if not l2 <= f2 <= u2:
-            f2 = _within(t2, s2, l2, u2)
+        f2 = _within(t2, s2, l2, u2)
         if f2 is None:
             continue
         moved = (f2 - s2) * (f2 - s2)
         if moved >= distance:
             continue
         moved += (f3 - s3) * (f3 - s3)
-        t4 = k4 * (t234 - t2 - k3 * t3)
-        f4 = s4 + math.remainder(t4 - s4, _TWO_PI)
-        if not l4 <= f4 <= u4:
-            f4 = _within(t4, s4, l4, u4)
+        f4 = _within(k4 * (t234 - t2 - k3 * t3), s4, l4, u4)
         if moved >= distance or f4 is None:
             continue
         moved += (f4 - s4) * (f4 - s4)
@@ -343,12 +293,8 @@ def _planar_roots(arm: OffsetWrist, goal: Sequence[float]
 def _planar_second(arm: OffsetWrist, t3: float, across: tuple[float, float, float]) -> float:
     """Return _planar_pair's second angle for its third, t3 (across: from _planar_roots)."""
     (px, py, pz), (nx, ny, nz), (vx, vy, vz) = arm.offset, arm.parallel, across
-    # The lever turned by t3 about the third axis (_spun, written out), from the second.
-    (ax, ay, az), (x, y, z), along, (cx, cy, cz) = arm.lever_spin
-    c, s = math.cos(t3), math.sin(t3)
-    along *= 1.0 - c
-    rx, ry, rz = (px + (x * c + cx * s + ax * along), py + (y * c + cy * s + ay * along),
-                  pz + (z * c + cz * s + az * along))
+    rx, ry, rz = _spun(arm.lever_spin, t3)
+    rx, ry, rz = px + rx, py + ry, pz + rz
     along = nx * rx + ny * ry + nz * rz
     ux, uy, uz = rx - along * nx, ry - along * ny, rz - along * nz
     return math.atan2(nx * (uy * vz - uz * vy) + ny * (uz * vx - ux * vz)
