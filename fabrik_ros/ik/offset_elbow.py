@@ -37,7 +37,7 @@ from typing import Iterator, NamedTuple, Sequence
 from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
-from .subproblems import _cross, _dot, _TWO_PI, _within
+from .subproblems import _cross, _dot, _TWO_PI, _wave_roots, _within
 from .wrist import _CENTRE_OFF, _meeting, _PARALLEL, serial_revolute, Shoulder, spherical_shoulder
 
 _NARROW = 1e-9          # |sin|^2 below this: two directions too near parallel to fix a frame
@@ -244,8 +244,8 @@ def _angles_turned(arm: OffsetElbow, target: tuple[Vector, ...], last: float, c7
 
     The fifth axis's directions (z . (S-W) and z . a6 fixed: none, one or two, where two
     cones meet) are worked out here, their parts that do not depend on the elbow's angle
-    once; so are _within's common case, its call only where that misses, and
-    _sinusoid_roots with the elbow's amplitude and phase kept in the arm's constants.
+    once; so are _within's common case, its call only where that misses, and the
+    elbow's amplitude and phase (kept in the arm's constants).
     """
     (kx, ky, kz), (lx, ly, lz), (mx, my, mz), k, l, m, kk, ll, mm = target
     dx, dy, dz = kx + c7 * lx - s7 * mx, ky + c7 * ly - s7 * my, kz + c7 * lz - s7 * mz
@@ -264,20 +264,14 @@ def _angles_turned(arm: OffsetElbow, target: tuple[Vector, ...], last: float, c7
         return None
     toward, sixth, cw = (ux, uy, uz), (wx, wy, wz), arm.cosine
     nx, ny, nz = uy * wz - uz * wy, uz * wx - ux * wz, ux * wy - uy * wx
-    r, phase, c = arm.wave     # the elbow's roots (subproblem 3, as _sinusoid_roots)
-    offset = c - squared
-    if r < 1e-12 or abs(offset) > r * (1.0 + 1e-12):
-        return None
-    cosine4 = -offset / r
-    cosine4 = 1.0 if not cosine4 < 1.0 else -1.0 if not cosine4 > -1.0 else cosine4
-    spread = math.acos(cosine4)
+    r, phase, c = arm.wave     # the elbow's angles set |W - S|^2 (subproblem 3)
     ex, ey, ez = arm.lever_base
     _, (qx, qy, qz), (rx, ry, rz) = arm.lever
     (fx, fy, fz), (gx, gy, gz), (hx, hy, hz) = arm.fifth
     best, distance = None, math.inf
     moved7 = (last - seed[6]) ** 2
     s4_seed, low4, high4 = seed[3], lower[3], upper[3]
-    for t4 in (phase + spread, phase - spread) if spread else (phase,):
+    for t4 in _wave_roots(r, phase, c - squared):
         f4 = s4_seed + math.remainder(t4 - s4_seed, _TWO_PI)
         if not low4 <= f4 <= high4:
             f4 = _within(t4, s4_seed, low4, high4)

@@ -194,10 +194,14 @@ def _cross(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]
 
 def _sinusoid_roots(a: float, b: float, c: float) -> list[float]:
     """Return angles t (radians, within a turn of 0) with a cos t + b sin t + c = 0: 0-2."""
-    r = math.hypot(a, b)
+    return _wave_roots(math.hypot(a, b), math.atan2(b, a), c)
+
+
+def _wave_roots(r: float, phase: float, c: float) -> list[float]:
+    """Return _sinusoid_roots' angles given a cos t + b sin t as r cos(t - phase)."""
     if r < 1e-12 or abs(c) > r * (1.0 + 1e-12):
         return []
     cosine = -c / r
     cosine = 1.0 if not cosine < 1.0 else -1.0 if not cosine > -1.0 else cosine  # (clipped)
-    phase, spread = math.atan2(b, a), math.acos(cosine)
+    spread = math.acos(cosine)
     return [phase + spread, phase - spread] if spread else [phase]
