@@ -548,11 +548,16 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _commit() -> str:
-    """Return the commit the benchmark runs on, '+changes' after it if the tree differs."""
+    """
+    Return the commit the benchmark runs on, '+changes' after it if the code differs.
+
+    bench/results is left out: benchmarks run one after another rewrite it.
+    """
     def git(*words: str) -> str:
         return subprocess.run(['git', '-C', str(REPO), *words], capture_output=True,
                               text=True).stdout.strip()
-    return git('rev-parse', 'HEAD') + ('+changes' if git('status', '--porcelain') else '')
+    changed = git('status', '--porcelain', '--', '.', ':(exclude)bench/results')
+    return git('rev-parse', 'HEAD') + ('+changes' if changed else '')
 
 
 def publish(results: dict[str, Any], tables: str, file_name: str) -> None:
