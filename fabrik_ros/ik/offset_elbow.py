@@ -244,8 +244,7 @@ def _angles_turned(arm: OffsetElbow, target: tuple[Vector, ...], last: float, c7
 
     The fifth axis's directions (z . (S-W) and z . a6 fixed: none, one or two, where two
     cones meet) are worked out here, their parts that do not depend on the elbow's angle
-    once; so are _within's common case, its call only where that misses, and the
-    elbow's amplitude and phase (kept in the arm's constants).
+    once; the elbow's amplitude and phase are kept in the arm's constants.
     """
     (kx, ky, kz), (lx, ly, lz), (mx, my, mz), k, l, m, kk, ll, mm = target
     dx, dy, dz = kx + c7 * lx - s7 * mx, ky + c7 * ly - s7 * my, kz + c7 * lz - s7 * mz
@@ -272,11 +271,9 @@ def _angles_turned(arm: OffsetElbow, target: tuple[Vector, ...], last: float, c7
     moved7 = (last - seed[6]) ** 2
     s4_seed, low4, high4 = seed[3], lower[3], upper[3]
     for t4 in _wave_roots(r, phase, c - squared):
-        f4 = s4_seed + math.remainder(t4 - s4_seed, _TWO_PI)
-        if not low4 <= f4 <= high4:
-            f4 = _within(t4, s4_seed, low4, high4)
-            if f4 is None:
-                continue
+        f4 = _within(t4, s4_seed, low4, high4)
+        if f4 is None:
+            continue
         c4, s4 = math.cos(t4), math.sin(t4)
         # S-W and a5 with the shoulder at zero, and their frame.
         vx, vy, vz = ex + c4 * qx + s4 * rx, ey + c4 * qy + s4 * ry, ez + c4 * qz + s4 * rz
@@ -321,8 +318,7 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
     turn: the shoulder's; c4, s4: the cosine and sine of the elbow's angle; sixth, across:
     the target's a6 and direction across it. Both turned back by the shoulder and the
     elbow, the fifth turns a6 onto the first, then the sixth the direction across a6 onto
-    the second (subproblem 1). _within's common case is inlined, its call only where that
-    misses, this being the sweep's innermost loop.
+    the second (subproblem 1).
     """
     m0, m1, m2, m3, m4, m5, m6, m7, m8 = turn
     ax, ay, az = arm.shoulder.elbow[0]
@@ -341,11 +337,9 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
     if norm < 1e-12:
         return None
     angle, seed5 = math.atan2(sine, cosine), seed[4]
-    t5 = seed5 + math.remainder(angle - seed5, _TWO_PI)
-    if not lower[4] <= t5 <= upper[4]:
-        t5 = _within(angle, seed5, lower[4], upper[4])
-        if t5 is None:
-            return None
+    t5 = _within(angle, seed5, lower[4], upper[4])
+    if t5 is None:
+        return None
     x, y, z = across
     x, y, z = m0 * x + m3 * y + m6 * z, m1 * x + m4 * y + m7 * z, m2 * x + m5 * y + m8 * z
     along = (ax * x + ay * y + az * z) * ones
@@ -361,11 +355,9 @@ def _wrist_pair(arm: OffsetElbow, turn: Sequence[float], c4: float, s4: float,
                z * c5 - (ax * y - ay * x) * s5 + az * along)
     angle, seed6 = math.atan2(g2x * x + g2y * y + g2z * z, g1x * x + g1y * y + g1z * z), \
         seed[5]
-    t6 = seed6 + math.remainder(angle - seed6, _TWO_PI)
-    if not lower[5] <= t6 <= upper[5]:
-        t6 = _within(angle, seed6, lower[5], upper[5])
-        if t6 is None:
-            return None
+    t6 = _within(angle, seed6, lower[5], upper[5])
+    if t6 is None:
+        return None
     return [t5, t6], (t5 - seed5) ** 2 + (t6 - seed6) ** 2
 
 
@@ -378,8 +370,7 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
     exp(a1 t1) exp(a2 t2) carry a3 onto turn a3 (subproblem 2: none, one or two), then
     exp(a3 t3) turns turn^T a1 onto exp(-a2 t2) a1 (subproblem 1); each angle turned by
     whole turns where that brings it inside its limits; None if none fits the limits
-    nearer the seed than bound (radians squared). _within's common case is inlined, its
-    call only where that misses, as in _wrist_pair.
+    nearer the seed than bound (radians squared).
     """
     (ax, ay, az), (bx, by, bz), (cx, cy, cz) = arm.shoulder.axes
     cosine, (nx, ny, nz), normal_squared, along = arm.pair
@@ -406,18 +397,14 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
         zx, zy, zz = mx + side * nx, my + side * ny, mz + side * nz
         x, y = e1x * zx + e1y * zy + e1z * zz, e2x * zx + e2y * zy + e2z * zz
         angle = math.atan2(y, x)
-        t2 = s2 + math.remainder(angle - s2, _TWO_PI)
-        if not low2 <= t2 <= high2:
-            t2 = _within(angle, s2, low2, high2)
-            if t2 is None:
-                continue
+        t2 = _within(angle, s2, low2, high2)
+        if t2 is None:
+            continue
         # a1's turn carries z onto q: their parts across a1.
         angle = math.atan2(ax * (zy * qz - zz * qy) + ay * (zz * qx - zx * qz)
                            + az * (zx * qy - zy * qx),
                            zx * qx + zy * qy + zz * qz - (ax * zx + ay * zy + az * zz) * aq)
-        t1 = s1 + math.remainder(angle - s1, _TWO_PI)
-        if not low1 <= t1 <= high1:
-            t1 = _within(angle, s1, low1, high1)
+        t1 = _within(angle, s1, low1, high1)
         moved = (t2 - s2) ** 2
         if t1 is None or moved + (t1 - s1) ** 2 >= distance:
             continue
@@ -430,9 +417,7 @@ def _shoulder_angles(arm: OffsetElbow, turn: Sequence[float], seed: Sequence[flo
         angle = math.atan2(
             cx * (yy * vz - yz * vy) + cy * (yz * vx - yx * vz) + cz * (yx * vy - yy * vx),
             yx * vx + yy * vy + yz * vz - y_along * (cx * vx + cy * vy + cz * vz))
-        t3 = s3 + math.remainder(angle - s3, _TWO_PI)
-        if not lower[2] <= t3 <= upper[2]:
-            t3 = _within(angle, s3, lower[2], upper[2])
+        t3 = _within(angle, s3, lower[2], upper[2])
         if t3 is not None:
             moved += (t1 - s1) ** 2 + (t3 - s3) ** 2
             if moved < distance:

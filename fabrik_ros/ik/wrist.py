@@ -33,7 +33,7 @@ from fabrik_ros.chain import Chain, Effector
 import numpy as np
 
 from .subproblems import (_across, _apply, _carry, _carry_across, _cross, _nearer,
-                          _sinusoid_roots, _turned, _TWO_PI, _within, axis_pair,
+                          _sinusoid_roots, _turned, _within, axis_pair,
                           AxisPair, Spin, spin)
 
 _PARALLEL = 1e-9        # |cos| within this of 1: two axes are parallel (no wrist)
@@ -195,13 +195,8 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
     along = ax * x + ay * y + az * z    # (_across(a1, the third axis turned back), inline)
     for t1, t2 in _carry_across(pair, wrist.third_split,
                                 (along, (x - along * ax, y - along * ay, z - along * az))):
-        # _within's common case first, without its call: the nearest turn inside the limits.
-        f1 = s1 + math.remainder(t1 - s1, _TWO_PI)
-        if not l1 <= f1 <= u1:
-            f1 = _within(t1, s1, l1, u1)
-        f2 = s2 + math.remainder(t2 - s2, _TWO_PI)
-        if not l2 <= f2 <= u2:
-            f2 = _within(t2, s2, l2, u2)
+        f1 = _within(t1, s1, l1, u1)
+        f2 = _within(t2, s2, l2, u2)
         if f1 is None or f2 is None:
             continue
         moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
@@ -210,9 +205,7 @@ def turned_back_wrist_angles(wrist: SphericalWrist, axes: Sequence[tuple[float, 
         if carried is None:
             carried = spin(pair.first, turned_across)
         t3 = _wrist_third(wrist, carried, t1, t2)
-        f3 = s3 + math.remainder(t3 - s3, _TWO_PI)
-        if not l3 <= f3 <= u3:
-            f3 = _within(t3, s3, l3, u3)
+        f3 = _within(t3, s3, l3, u3)
         if f3 is not None:
             moved += (f3 - s3) ** 2
             if moved < distance:
@@ -346,12 +339,9 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
     on_axis = tx * tx + ty * ty + tz * tz < ON_AXIS_SQUARED
     found = []
     for te in _sinusoid_roots(-a, -b, c - squared):
-        # _within's common case first, without its call: the nearest turn inside the limits.
-        elbow = sk + math.remainder(te - sk, _TWO_PI)
-        if not lk <= elbow <= uk:
-            elbow = _within(te, sk, lk, uk)
-            if elbow is None:
-                continue
+        elbow = _within(te, sk, lk, uk)
+        if elbow is None:
+            continue
         bent = (elbow - sk) ** 2
         # _spun(lever_spin, te), then _turned(a3, free, p), written out (free's turn made once).
         cosine, sine = math.cos(te), math.sin(te)
@@ -370,12 +360,8 @@ def shoulder_angles(shoulder: Shoulder, tip: Sequence[float], free: float | None
         for t1, t2 in _carry_across(pair, (along, (x - along * cx, y - along * cy,
                                                    z - along * cz)), toward):
             t1 = s1 if on_axis else t1
-            f1 = s1 + math.remainder(t1 - s1, _TWO_PI)
-            if not l1 <= f1 <= u1:
-                f1 = _within(t1, s1, l1, u1)
-            f2 = s2 + math.remainder(t2 - s2, _TWO_PI)
-            if not l2 <= f2 <= u2:
-                f2 = _within(t2, s2, l2, u2)
+            f1 = _within(t1, s1, l1, u1)
+            f2 = _within(t2, s2, l2, u2)
             if f1 is None or f2 is None:
                 continue
             moved = (f1 - s1) ** 2 + (f2 - s2) ** 2
